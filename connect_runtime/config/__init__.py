@@ -1,0 +1,1 @@
+"""Worker and connector configuration: parsing, definitions, validation."""

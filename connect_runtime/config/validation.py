@@ -1,0 +1,232 @@
+"""Pre-flight validation of a connector config: Kafka Connect's ConfigInfos.
+
+``validate_connector_config`` is what ``POST /connectors``, ``PUT
+/connectors/{name}/config`` and ``PUT /connector-plugins/{type}/config/validate``
+run before anything is written to the config topic. It
+
+1. validates the framework keys (``CONNECTOR_CONFIG_DEF``);
+2. runs KIP-618's exactly-once checks (see ``_check_exactly_once`` and
+   ``_check_transaction_boundary``);
+3. validates the connector's own keys with ``connector.validate(config)``;
+4. merges the two like Connect's AbstractHerder: framework keys first, a
+   connector key with the same name replaces the framework definition in place,
+   and values that match no definition come first with a null definition.
+
+Nothing a connector does here can escape: an exception from any of its methods
+becomes an error message on the key it concerns (``connector.class`` for
+``config_def``/``validate``), so the REST caller always gets a ConfigInfos.
+``error_count`` counts messages, not keys, as Connect does.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from connect_runtime.api.config_def import Config, ConfigDef, ConfigKey, ConfigValue
+from connect_runtime.api.connector import (
+    ConnectorTransactionBoundaries,
+    ExactlyOnceSupport,
+    SourceConnector,
+)
+from connect_runtime.config.connector_config import (
+    CONNECTOR_CLASS_CONFIG,
+    CONNECTOR_CONFIG_DEF,
+    EXACTLY_ONCE_SUPPORT_CONFIG,
+    TRANSACTION_BOUNDARY_CONFIG,
+    ExactlyOnceSupportLevel,
+    TransactionBoundary,
+)
+
+log = logging.getLogger(__name__)
+
+EOS_ENABLED = "enabled"
+
+_VALIDATE_ENDPOINT_HINT = (
+    "You can also find the above list of errors at the endpoint "
+    "`/connector-plugins/{connectorType}/config/validate`"
+)
+
+
+@dataclass
+class ConfigInfos:
+    """Connect's validation result. ``configs`` pairs each definition (None if the
+    value matches no definition) with its value, in response order."""
+
+    name: str
+    error_count: int
+    groups: list[str]
+    configs: list[tuple[ConfigKey | None, ConfigValue]]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON body of Connect's ``/config/validate`` response."""
+        return {
+            "name": self.name,
+            "error_count": self.error_count,
+            "groups": list(self.groups),
+            "configs": [
+                {
+                    "definition": None if key is None else key.to_info_dict(),
+                    "value": value.to_dict(None if key is None else key.type),
+                }
+                for key, value in self.configs
+            ],
+        }
+
+    def error_messages(self) -> list[str]:
+        """Every error message, in response order."""
+        return [msg for _, value in self.configs for msg in value.errors]
+
+
+def _unexpected(e: Exception) -> str:
+    detail = str(e).strip()
+    if detail:
+        return f"An unexpected error occurred during validation: {detail}"
+    return (f"An unexpected error occurred during validation ({type(e).__name__}); "
+            "see the worker logs for details.")
+
+
+def _check_exactly_once(
+    connector: SourceConnector, config: dict[str, str], value: ConfigValue, worker_eos: str
+) -> None:
+    """KIP-618: ``exactly.once.support=required`` needs worker EOS and a SUPPORTED connector.
+
+    The connector is only asked when the worker has EOS enabled: KIP-618 lets
+    ``exactly_once_support`` assume that it is.
+    """
+    if value.errors or ExactlyOnceSupportLevel.parse(value.value) is not (
+        ExactlyOnceSupportLevel.REQUIRED
+    ):
+        return
+    if worker_eos != EOS_ENABLED:
+        value.add_error_message(
+            "This worker does not have exactly-once source support enabled "
+            f"(exactly.once.source.support={worker_eos}).")
+        return
+    try:
+        support = connector.exactly_once_support(config)
+    except Exception as e:
+        log.error("Connector %s failed in exactly_once_support", type(connector).__name__,
+                  exc_info=True)
+        value.add_error_message(_unexpected(e))
+        return
+    if support is ExactlyOnceSupport.SUPPORTED:
+        return
+    if support is None:
+        value.add_error_message(
+            "Connect cannot determine whether this connector provides exactly-once "
+            "delivery: it does not implement exactly_once_support. Check the "
+            "connector's documentation; if it does deliver exactly once, set "
+            f'{EXACTLY_ONCE_SUPPORT_CONFIG} to "requested" to skip this check.')
+    elif support is ExactlyOnceSupport.UNSUPPORTED:
+        value.add_error_message(
+            "The connector does not support exactly-once delivery with this configuration.")
+    else:
+        value.add_error_message(
+            f"exactly_once_support returned {support!r}, which is not an ExactlyOnceSupport.")
+
+
+def _check_transaction_boundary(
+    connector: SourceConnector, config: dict[str, str], value: ConfigValue
+) -> None:
+    """KIP-618: ``transaction.boundary=connector`` needs a connector that can define them.
+
+    Checked whatever the worker's EOS mode (as Connect does), so a config that
+    only works with EOS disabled is not accepted today and broken tomorrow.
+    """
+    if value.errors or TransactionBoundary.parse(value.value) is not (
+        TransactionBoundary.CONNECTOR
+    ):
+        return
+    try:
+        support = connector.can_define_transaction_boundaries(config)
+    except Exception as e:
+        log.error("Connector %s failed in can_define_transaction_boundaries",
+                  type(connector).__name__, exc_info=True)
+        value.add_error_message(_unexpected(e))
+        return
+    if support is ConnectorTransactionBoundaries.SUPPORTED:
+        return
+    why = ("returned no answer from can_define_transaction_boundaries" if support is None
+           else "does not support connector-defined transaction boundaries")
+    value.add_error_message(
+        f"The connector {why} with this configuration. Set {TRANSACTION_BOUNDARY_CONFIG} "
+        "to poll or interval instead.")
+
+
+def _connector_own(
+    connector: SourceConnector, config: dict[str, str], class_value: ConfigValue
+) -> tuple[ConfigDef, list[ConfigValue]]:
+    """The connector's ConfigDef and its ``validate`` result; failures land on ``class_value``."""
+    try:
+        config_def = connector.config_def()
+        if not isinstance(config_def, ConfigDef):
+            raise TypeError(f"config_def() returned {type(config_def).__name__}, "
+                            "not a ConfigDef")
+        result = connector.validate(config)
+        if not isinstance(result, Config):
+            raise TypeError(f"validate() returned {type(result).__name__}, not a Config")
+    except Exception as e:
+        log.error("Connector %s failed to validate its configuration",
+                  type(connector).__name__, exc_info=True)
+        class_value.add_error_message(_unexpected(e))
+        return ConfigDef(), []
+    return config_def, list(result.config_values)
+
+
+def _merge_values(first: ConfigValue, second: ConfigValue) -> ConfigValue:
+    """The connector's value wins, but no framework error is lost."""
+    errors = first.errors + [e for e in second.errors if e not in first.errors]
+    return ConfigValue(second.name, second.value, second.recommended_values, errors,
+                       second.visible)
+
+
+def _generate_result(
+    name: str, keys: dict[str, ConfigKey], values: list[ConfigValue], groups: list[str]
+) -> ConfigInfos:
+    by_name: dict[str, ConfigValue] = {}
+    for value in values:
+        seen = by_name.get(value.name)
+        by_name[value.name] = value if seen is None else _merge_values(seen, value)
+    configs: list[tuple[ConfigKey | None, ConfigValue]] = [
+        (None, v) for n, v in by_name.items() if n not in keys
+    ]
+    configs += [(key, by_name.get(n) or ConfigValue(n)) for n, key in keys.items()]
+    error_count = sum(len(v.errors) for _, v in configs)
+    return ConfigInfos(name, error_count, groups, configs)
+
+
+def validate_connector_config(
+    connector: SourceConnector, config: dict[str, str], worker_eos_support: str
+) -> ConfigInfos:
+    """Validate ``config`` for ``connector`` (see the module docstring). Never raises
+    for a bad config or a misbehaving connector.
+
+    ``worker_eos_support`` is the worker's ``exactly.once.source.support``
+    (disabled, preparing or enabled).
+    """
+    framework = {v.name: v for v in CONNECTOR_CONFIG_DEF.validate(config)}
+    for key, raw in config.items():
+        if raw is None:  # JSON null can reach us from REST despite the type
+            framework.setdefault(key, ConfigValue(key)).add_error_message(
+                "Null value can not be supplied as the configuration value.")
+    _check_exactly_once(connector, config, framework[EXACTLY_ONCE_SUPPORT_CONFIG],
+                        worker_eos_support)
+    _check_transaction_boundary(connector, config, framework[TRANSACTION_BOUNDARY_CONFIG])
+
+    own_def, own_values = _connector_own(connector, config, framework[CONNECTOR_CLASS_CONFIG])
+    keys = dict(CONNECTOR_CONFIG_DEF.config_keys)
+    keys.update(own_def.config_keys)
+    groups = list(dict.fromkeys(CONNECTOR_CONFIG_DEF.groups() + own_def.groups()))
+    class_name = config.get(CONNECTOR_CLASS_CONFIG) or type(connector).__qualname__
+    return _generate_result(class_name, keys, list(framework.values()) + own_values, groups)
+
+
+def format_validation_errors(infos: ConfigInfos) -> str:
+    """Connect's message for a rejected config (the body of the REST 400)."""
+    lines = [f"Connector configuration is invalid and contains the following "
+             f"{infos.error_count} error(s):"]
+    lines += infos.error_messages()
+    lines.append(_VALIDATE_ENDPOINT_HINT)
+    return "\n".join(lines)

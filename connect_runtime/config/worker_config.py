@@ -1,0 +1,191 @@
+"""The worker's configuration: Kafka Connect's distributed-worker keys, plus ``spark.*``.
+
+Keys, defaults and meanings follow Kafka Connect so an existing
+``connect-distributed.properties`` mostly works as is. Differences (see
+docs/configuration.md): ``exactly.once.source.support`` defaults to ``enabled``
+(the point of this project), converters default to schemaless JSON, and
+``spark.*`` keys configure the SparkSession that hosts the tasks.
+
+Client overrides use Connect's prefixes, with librdkafka property names:
+``producer.*``, ``consumer.*``, ``admin.*`` (worker-wide) and
+``producer.override.*`` etc. in connector configs.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import urlparse
+
+from connect_runtime.api.config_def import (
+    NO_DEFAULT,
+    ConfigDef,
+    Importance,
+    Range,
+    Type,
+    ValidString,
+)
+from connect_runtime.config.properties import env_overrides, load_properties_file
+from connect_runtime.errors import ConfigException
+
+log = logging.getLogger(__name__)
+
+EOS_DISABLED, EOS_PREPARING, EOS_ENABLED = "disabled", "preparing", "enabled"
+
+# Keys the framework owns for exactly-once; user values are ignored with a
+# warning, as KIP-618 specifies.
+_IGNORED_CLIENT_KEYS = {
+    "producer.transactional.id": "task producers use <group.id>-<connector>-<task>",
+    "transactional.id": "the leader uses connect-cluster-<group.id>",
+    "consumer.isolation.level": "offsets are always read with read_committed",
+}
+
+WORKER_CONFIG_DEF = (
+    ConfigDef()
+    .define("bootstrap.servers", Type.LIST, "localhost:9092", None, Importance.HIGH,
+            "Kafka brokers for the internal topics and, by default, for connectors.")
+    .define("group.id", Type.STRING, NO_DEFAULT, None, Importance.HIGH,
+            "Identifies the Connect cluster; workers sharing it form one cluster.")
+    .define("config.storage.topic", Type.STRING, NO_DEFAULT, None, Importance.HIGH,
+            "Topic holding connector and task configurations (1 partition, compacted).")
+    .define("offset.storage.topic", Type.STRING, NO_DEFAULT, None, Importance.HIGH,
+            "Global topic holding source offsets (compacted).")
+    .define("status.storage.topic", Type.STRING, NO_DEFAULT, None, Importance.HIGH,
+            "Topic holding connector and task statuses (compacted).")
+    .define("config.storage.replication.factor", Type.INT, 3, Range.at_least(-1), Importance.LOW,
+            "Replication factor of the config topic; -1 uses the broker default.")
+    .define("offset.storage.replication.factor", Type.INT, 3, Range.at_least(-1), Importance.LOW,
+            "Replication factor of the offsets topic; -1 uses the broker default.")
+    .define("offset.storage.partitions", Type.INT, 25, Range.at_least(1), Importance.LOW,
+            "Partitions of the offsets topic.")
+    .define("status.storage.replication.factor", Type.INT, 3, Range.at_least(-1), Importance.LOW,
+            "Replication factor of the status topic; -1 uses the broker default.")
+    .define("status.storage.partitions", Type.INT, 5, Range.at_least(1), Importance.LOW,
+            "Partitions of the status topic.")
+    .define("offset.flush.interval.ms", Type.LONG, 60000, Range.at_least(1), Importance.LOW,
+            "Offset commit interval; the default transaction.boundary.interval.ms.")
+    .define("offset.flush.timeout.ms", Type.LONG, 5000, Range.at_least(0), Importance.LOW,
+            "Ignored for exactly-once tasks (KIP-618); used when exactly-once is disabled.")
+    .define("task.shutdown.graceful.timeout.ms", Type.LONG, 5000, Range.at_least(0),
+            Importance.LOW, "How long a stopping task may take before it is cancelled.")
+    .define("exactly.once.source.support", Type.STRING, EOS_ENABLED,
+            ValidString.in_(EOS_DISABLED, EOS_PREPARING, EOS_ENABLED), Importance.HIGH,
+            "KIP-618: disabled, preparing (leader transactional, tasks at-least-once) "
+            "or enabled.")
+    .define("listeners", Type.LIST, "http://:8083", None, Importance.LOW,
+            "REST listeners, e.g. http://0.0.0.0:8083 (only http is supported).")
+    .define("rest.advertised.host.name", Type.STRING, None, None, Importance.LOW,
+            "Host name other workers use to reach this one.")
+    .define("rest.advertised.port", Type.INT, None, None, Importance.LOW,
+            "Port other workers use to reach this one.")
+    .define("rest.advertised.listener", Type.STRING, None, None, Importance.LOW,
+            "Scheme other workers use (http).")
+    .define("key.converter", Type.CLASS, "connect_runtime.converters.JsonConverter", None,
+            Importance.HIGH, "Default converter for record keys.")
+    .define("value.converter", Type.CLASS, "connect_runtime.converters.JsonConverter", None,
+            Importance.HIGH, "Default converter for record values.")
+    .define("session.timeout.ms", Type.INT, 10000, Range.at_least(1), Importance.HIGH,
+            "Group session timeout: how soon a dead leader is replaced.")
+    .define("heartbeat.interval.ms", Type.INT, 3000, Range.at_least(1), Importance.HIGH,
+            "Group heartbeat interval.")
+    .define("rebalance.timeout.ms", Type.INT, 60000, Range.at_least(1), Importance.HIGH,
+            "Maximum time for a rebalance.")
+    .define("request.timeout.ms", Type.INT, 40000, Range.at_least(1), Importance.LOW,
+            "Kafka client request timeout.")
+    .define("inter.worker.key.generation.algorithm", Type.STRING, "HmacSHA256", None,
+            Importance.LOW, "Algorithm of the session key for internal requests (KIP-507).")
+    .define("inter.worker.key.size", Type.INT, None, None, Importance.LOW,
+            "Session key size in bits; default: the algorithm's block size.")
+    .define("inter.worker.key.ttl.ms", Type.INT, 3600000, Range.at_least(0), Importance.LOW,
+            "Session key rotation interval.")
+    .define("inter.worker.signature.algorithm", Type.STRING, "HmacSHA256", None,
+            Importance.LOW, "Algorithm used to sign internal requests.")
+    .define("inter.worker.verification.algorithms", Type.LIST, "HmacSHA256", None,
+            Importance.LOW, "Algorithms accepted when verifying internal requests.")
+)
+
+
+class WorkerConfig:
+    """Parsed, validated worker configuration.
+
+    ``originals`` keeps every key as given (strings), so prefixed client
+    overrides and ``spark.*`` keys pass through untouched.
+    """
+
+    def __init__(self, props: Mapping[str, str]) -> None:
+        self.originals: dict[str, str] = {str(k): str(v) for k, v in props.items()}
+        for key, why in _IGNORED_CLIENT_KEYS.items():
+            if key in self.originals:
+                log.warning("Ignoring worker config %s=%s: %s (KIP-618)", key,
+                            self.originals[key], why)
+        self.values: dict[str, Any] = WORKER_CONFIG_DEF.parse(self.originals)
+
+    @classmethod
+    def from_file(cls, path: str, environ: Mapping[str, str] | None = None) -> WorkerConfig:
+        """Load ``path``, then apply ``CONNECT_*`` environment overrides."""
+        props = load_properties_file(path)
+        if environ is not None:
+            props.update(env_overrides(environ))
+        return cls(props)
+
+    def __getitem__(self, key: str) -> Any:
+        return self.values[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.values.get(key, default)
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return ",".join(self.values["bootstrap.servers"])
+
+    @property
+    def group_id(self) -> str:
+        return str(self.values["group.id"])
+
+    @property
+    def eos_support(self) -> str:
+        return str(self.values["exactly.once.source.support"])
+
+    @property
+    def eos_enabled(self) -> bool:
+        return self.eos_support == EOS_ENABLED
+
+    def client_config(self, prefix: str) -> dict[str, str]:
+        """librdkafka settings for one client kind: bootstrap plus ``<prefix>.*`` keys."""
+        out = {"bootstrap.servers": self.bootstrap_servers}
+        dotted = prefix + "."
+        for key, value in self.originals.items():
+            if key.startswith(dotted) and key not in _IGNORED_CLIENT_KEYS:
+                out[key[len(dotted):]] = value
+        return out
+
+    def spark_conf(self) -> dict[str, str]:
+        """Every ``spark.*`` key, with ``spark.master`` defaulting to ``local[*]``."""
+        conf = {k: v for k, v in self.originals.items() if k.startswith("spark.")}
+        conf.setdefault("spark.master", "local[*]")
+        return conf
+
+    def listener(self) -> tuple[str, int]:
+        """(host, port) of the first REST listener; an empty host means all interfaces."""
+        url = urlparse(self.values["listeners"][0])
+        if url.scheme not in ("http", ""):
+            raise ConfigException("only http listeners are supported", name="listeners",
+                                  value=self.values["listeners"][0])
+        return url.hostname or "0.0.0.0", url.port or 8083
+
+    def advertised_url(self, bound_port: int | None = None) -> str:
+        """The REST URL other workers and executors use to reach this worker."""
+        host, port = self.listener()
+        adv_host = self.values.get("rest.advertised.host.name") or (
+            host if host not in ("0.0.0.0", "::", "") else socket.gethostname()
+        )
+        adv_port = self.values.get("rest.advertised.port") or bound_port or port
+        scheme = self.values.get("rest.advertised.listener") or "http"
+        return f"{scheme}://{adv_host}:{adv_port}"
+
+    @property
+    def worker_id(self) -> str:
+        """Connect's worker id: ``host:port`` of the advertised REST URL."""
+        return self.advertised_url().split("://", 1)[1]

@@ -1,0 +1,182 @@
+"""Converters turn a record's key or value into the bytes written to Kafka.
+
+They run once per record on the executor, so ``from_connect`` does the least
+work it can: no per-call config lookups, no copies of the value.
+
+Python records carry no Connect schema, so the JSON converter is schemaless by
+default (``schemas.enable=false``); with ``schemas.enable=true`` it writes
+Connect's envelope with a null schema, which Connect's own JsonConverter reads.
+
+Invariants:
+
+* ``from_connect(topic, None)`` is ``None`` for every converter: a null value
+  stays a tombstone.
+* ``bytes`` pass through unchanged: a task that already serialized its data is
+  never serialized twice.
+* A value a converter cannot encode raises :class:`DataException` naming the
+  topic, which fails the task (the open transaction is aborted).
+"""
+
+from __future__ import annotations
+
+import codecs
+import importlib
+from typing import Any, Protocol, runtime_checkable
+
+import orjson
+
+from connect_runtime.errors import ConfigException, DataException
+
+
+@runtime_checkable
+class Converter(Protocol):
+    """Serializes record keys or values. Must have a no-argument constructor."""
+
+    def configure(self, configs: dict[str, str], is_key: bool) -> None:
+        """``configs`` is the converter's sub-config, e.g. ``schemas.enable``."""
+        ...
+
+    def from_connect(self, topic: str, value: Any) -> bytes | None:
+        """Bytes for Kafka, or None for a null key/value."""
+        ...
+
+
+_dumps = orjson.dumps
+_BYTES_LIKE = (bytes, bytearray, memoryview)
+
+
+def _parse_bool(configs: dict[str, str], key: str, default: bool) -> bool:
+    raw = configs.get(key)
+    if raw is None:
+        return default
+    folded = str(raw).strip().lower()
+    if folded not in ("true", "false"):
+        raise ConfigException("Expected value to be either true or false", name=key, value=raw)
+    return folded == "true"
+
+
+class JsonConverter:
+    """JSON via orjson; ``schemas.enable`` (default false) wraps values in an envelope."""
+
+    def __init__(self) -> None:
+        self._schemas_enable = False
+
+    def configure(self, configs: dict[str, str], is_key: bool) -> None:
+        self._schemas_enable = _parse_bool(configs, "schemas.enable", False)
+
+    def from_connect(self, topic: str, value: Any) -> bytes | None:
+        if value is None:
+            return None
+        if self._schemas_enable and not isinstance(value, _BYTES_LIKE):
+            value = {"schema": None, "payload": value}
+        try:
+            return _dumps(value)
+        except TypeError as e:  # orjson.JSONEncodeError is a TypeError
+            # Bytes are rare here, so they are handled off the hot path: orjson
+            # refuses them, and a task that serialized its own data wants them as is.
+            if isinstance(value, _BYTES_LIKE):
+                return value if type(value) is bytes else bytes(value)
+            raise DataException(
+                f"Converting {type(value).__name__} to JSON for topic {topic} failed: {e}"
+            ) from e
+
+
+class StringConverter:
+    """``str(value)`` encoded with ``converter.encoding`` (default UTF-8)."""
+
+    def __init__(self) -> None:
+        self._encoding = "utf-8"
+
+    def configure(self, configs: dict[str, str], is_key: bool) -> None:
+        encoding = configs.get("converter.encoding", "utf-8").strip()
+        try:
+            codecs.lookup(encoding)
+        except LookupError:
+            raise ConfigException("Unknown encoding", name="converter.encoding",
+                                  value=encoding) from None
+        self._encoding = encoding
+
+    def from_connect(self, topic: str, value: Any) -> bytes | None:
+        if value is None:
+            return None
+        if type(value) is bytes:
+            return value
+        try:
+            return str(value).encode(self._encoding)
+        except UnicodeEncodeError as e:
+            raise DataException(f"Cannot encode a value for topic {topic} as "
+                                f"{self._encoding}: {e}") from e
+
+
+class ByteArrayConverter:
+    """Passes bytes through; accepts bytes, bytearray, memoryview or None."""
+
+    def configure(self, configs: dict[str, str], is_key: bool) -> None:
+        pass
+
+    def from_connect(self, topic: str, value: Any) -> bytes | None:
+        if value is None or type(value) is bytes:
+            return value
+        if isinstance(value, _BYTES_LIKE):
+            return bytes(value)
+        raise DataException(f"ByteArrayConverter is not compatible with objects of type "
+                            f"{type(value).__name__} (topic {topic})")
+
+
+_BUILTIN: dict[str, type[Any]] = {
+    "connect_runtime.converters.JsonConverter": JsonConverter,
+    "connect_runtime.converters.StringConverter": StringConverter,
+    "connect_runtime.converters.ByteArrayConverter": ByteArrayConverter,
+    # Connect's class names, so an existing connector config works unchanged.
+    "org.apache.kafka.connect.json.JsonConverter": JsonConverter,
+    "org.apache.kafka.connect.storage.StringConverter": StringConverter,
+    "org.apache.kafka.connect.converters.ByteArrayConverter": ByteArrayConverter,
+    # Connect also accepts a plugin's simple class name as an alias.
+    "JsonConverter": JsonConverter,
+    "StringConverter": StringConverter,
+    "ByteArrayConverter": ByteArrayConverter,
+}
+
+
+def resolve_converter_class(class_name: str, config_key: str) -> type[Any]:
+    """The converter class named ``class_name``: a built-in or alias, or ``module.Class``.
+
+    Raises ConfigException naming ``config_key`` (``key.converter`` or
+    ``value.converter``) if it cannot be found or is not a converter.
+    """
+    name = class_name.strip()
+    if name in _BUILTIN:
+        return _BUILTIN[name]
+    module_name, _, attr = name.rpartition(".")
+    cls: Any = None
+    if module_name:
+        try:
+            cls = getattr(importlib.import_module(module_name), attr, None)
+        except ImportError:
+            cls = None
+    if cls is None:
+        available = ", ".join(sorted({f"{c.__module__}.{c.__qualname__}"
+                                      for c in _BUILTIN.values()}))
+        raise ConfigException(
+            f"Failed to find any class that implements Converter and which name matches "
+            f"{name}, available converters are: {available}", name=config_key, value=name)
+    if not isinstance(cls, type) or not issubclass(cls, Converter):
+        raise ConfigException(f"{name} is not a Converter (it needs configure and "
+                              "from_connect methods)", name=config_key, value=name)
+    return cls
+
+
+def load_converter(
+    class_name: str, configs: dict[str, str], is_key: bool, config_key: str | None = None
+) -> Converter:
+    """Instantiate and configure the converter ``class_name``.
+
+    ``configs`` is the converter's sub-config with the ``key.converter.`` /
+    ``value.converter.`` prefix already stripped. Errors name ``config_key``,
+    by default ``key.converter`` or ``value.converter`` according to ``is_key``.
+    """
+    config_key = config_key or ("key.converter" if is_key else "value.converter")
+    cls = resolve_converter_class(class_name, config_key)
+    converter: Converter = cls()
+    converter.configure(dict(configs), is_key)
+    return converter

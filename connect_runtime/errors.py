@@ -1,0 +1,149 @@
+"""Every error the runtime raises on purpose descends from :class:`ConnectError`.
+
+::
+
+    ConnectError
+    ├── ConfigException              a configuration value is missing or invalid
+    ├── DataException                a record or offset cannot be converted/serialized
+    │   └── InvalidOffsetException   a source partition/offset is not a dict of primitives
+    ├── RetriableException           the operation may succeed if tried again
+    ├── NotFoundException            no such connector, task or plugin   (REST 404)
+    ├── AlreadyExistsException       the connector already exists        (REST 409)
+    ├── ConflictException            state changed under the request     (REST 409)
+    ├── BadRequestException          the request itself is malformed     (REST 400)
+    ├── NotLeaderException           only the leader may do this; carries the leader URL
+    └── KafkaClientError             a confluent-kafka error, translated once at the boundary
+        ├── ProducerFencedError      a newer producer owns this transactional.id: stop quietly
+        ├── TransactionAbortableError  the current transaction must be aborted, then may retry
+        └── KafkaTimeoutError        the broker did not answer in time
+
+Connector authors raise :class:`ConnectError` subclasses (or any exception) from
+their code; the framework turns an exception in a task into a FAILED status whose
+``trace`` holds the formatted traceback.
+
+``translate_kafka_error`` is the single place where ``confluent_kafka.KafkaException``
+becomes one of ours; callers re-raise ``from`` the original so no detail is lost.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class ConnectError(Exception):
+    """Root of the runtime's exception tree."""
+
+
+class ConfigException(ConnectError):
+    """A configuration is invalid. ``name`` names the offending key when known."""
+
+    def __init__(self, message: str, name: str | None = None, value: Any = None) -> None:
+        if name is not None:
+            message = f"Invalid value {value!r} for configuration {name}: {message}"
+        super().__init__(message)
+        self.name = name
+        self.value = value
+
+
+class DataException(ConnectError):
+    """A record, key, value or offset cannot be converted or serialized."""
+
+
+class InvalidOffsetException(DataException):
+    """A source partition or offset is not a flat ``dict[str, primitive]``."""
+
+
+class RetriableException(ConnectError):
+    """A transient failure; the operation may be retried."""
+
+
+class NotFoundException(ConnectError):
+    """The named connector, task or plugin does not exist (REST 404)."""
+
+
+class AlreadyExistsException(ConnectError):
+    """The connector being created already exists (REST 409)."""
+
+
+class ConflictException(ConnectError):
+    """The cluster state changed under the request, e.g. new task configs (REST 409)."""
+
+
+class BadRequestException(ConnectError):
+    """The request is malformed or not allowed as sent (REST 400)."""
+
+
+class NotLeaderException(ConnectError):
+    """The request must be served by the leader. ``leader_url`` is None if unknown."""
+
+    def __init__(self, message: str, leader_url: str | None = None) -> None:
+        super().__init__(message)
+        self.leader_url = leader_url
+
+
+class KafkaClientError(ConnectError):
+    """An error reported by the Kafka client, translated from ``KafkaException``.
+
+    ``retriable`` / ``fatal`` / ``txn_requires_abort`` mirror librdkafka's flags.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: int | None = None,
+        retriable: bool = False,
+        fatal: bool = False,
+        txn_requires_abort: bool = False,
+    ) -> None:
+        super().__init__(message)
+        self.code = code
+        self.retriable = retriable
+        self.fatal = fatal
+        self.txn_requires_abort = txn_requires_abort
+
+
+class ProducerFencedError(KafkaClientError):
+    """A newer producer with the same ``transactional.id`` exists: this one is a zombie."""
+
+
+class TransactionAbortableError(KafkaClientError):
+    """The current transaction failed and must be aborted before anything else."""
+
+
+class KafkaTimeoutError(KafkaClientError):
+    """The broker did not answer within the deadline."""
+
+
+def translate_kafka_error(exc: BaseException, context: str) -> KafkaClientError:
+    """Map a ``confluent_kafka.KafkaException`` (or ``KafkaError``) to our tree.
+
+    ``context`` says what was being done ("commit_transaction for task x-0"); it
+    leads the message so a status trace tells the user where it happened.
+    Callers write ``raise translate_kafka_error(e, ctx) from e``.
+    """
+    from confluent_kafka import KafkaError, KafkaException
+
+    err: Any = exc.args[0] if isinstance(exc, KafkaException) and exc.args else exc
+    if not isinstance(err, KafkaError):
+        return KafkaClientError(f"{context}: {exc}")
+    code = err.code()
+    message = f"{context}: {err.name()}: {err.str()}"
+    flags: dict[str, Any] = {
+        "code": code,
+        "retriable": bool(err.retriable()),
+        "fatal": bool(err.fatal()),
+        "txn_requires_abort": bool(err.txn_requires_abort()),
+    }
+    fenced_codes = {
+        KafkaError._FENCED,  # librdkafka's local "producer fenced" state
+        KafkaError.PRODUCER_FENCED,
+        KafkaError.INVALID_PRODUCER_EPOCH,
+    }
+    if code in fenced_codes:
+        return ProducerFencedError(message, **flags)
+    if code in (KafkaError._TIMED_OUT, KafkaError.REQUEST_TIMED_OUT):
+        return KafkaTimeoutError(message, **flags)
+    if flags["txn_requires_abort"]:
+        return TransactionAbortableError(message, **flags)
+    return KafkaClientError(message, **flags)

@@ -1,0 +1,139 @@
+"""Finding connector classes, the way Kafka Connect resolves ``connector.class``.
+
+Installed plugins register their :class:`SourceConnector` classes as entry
+points in the group ``connect_runtime.connectors``; those are the *known*
+plugins (listed by ``GET /connector-plugins``). ``connector.class`` may name:
+
+1. an entry point name (``SequenceSourceConnector``);
+2. an importable ``module.Class`` path (known or not);
+3. the simple class name or its alias without the ``Connector`` suffix
+   (``SequenceSource``) of a known plugin, if exactly one plugin matches.
+
+A plugin whose module fails to import is skipped with a warning, so one broken
+install does not take every other connector down with it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from importlib.metadata import EntryPoint, entry_points
+
+from connect_runtime.api.connector import SourceConnector
+from connect_runtime.errors import ConfigException
+from connect_runtime.worker.herder_api import PluginInfo
+
+log = logging.getLogger(__name__)
+
+ENTRY_POINT_GROUP = "connect_runtime.connectors"
+_KEY = "connector.class"
+
+
+def qualified_name(cls: type) -> str:
+    """``module.Class``: the name REST shows and the config may use."""
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def _aliases(cls: type) -> set[str]:
+    simple = cls.__name__
+    pruned = simple.removesuffix("Connector")
+    return {simple, pruned} if pruned else {simple}
+
+
+def _load_entry_point(ep: EntryPoint) -> type | None:
+    try:
+        loaded = ep.load()
+    except Exception as e:  # a broken plugin must not hide the others
+        log.warning("Skipping connector plugin %s = %s: %s: %s", ep.name, ep.value,
+                    type(e).__name__, e)
+        return None
+    if not isinstance(loaded, type):
+        log.warning("Skipping connector plugin %s = %s: not a class", ep.name, ep.value)
+        return None
+    return loaded
+
+
+def _known_plugins() -> dict[str, type[SourceConnector]]:
+    """Entry point name -> class, for every loadable SourceConnector entry point."""
+    found: dict[str, type[SourceConnector]] = {}
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        cls = _load_entry_point(ep)
+        if cls is None:
+            continue
+        if not issubclass(cls, SourceConnector):
+            log.warning("Skipping connector plugin %s = %s: not a SourceConnector",
+                        ep.name, ep.value)
+            continue
+        found[ep.name] = cls
+    return found
+
+
+def _import_path(name: str) -> type | None:
+    """The class at ``module.Class`` (or ``module:Class``); None if there is no such module.
+
+    A module that exists but fails to import raises ConfigException with the
+    cause: "not found" would send the user looking in the wrong place.
+    """
+    module_name, sep, attr = name.rpartition(":") if ":" in name else name.rpartition(".")
+    if not sep or not module_name or not attr:
+        return None
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as e:
+        if e.name is not None and (module_name + ".").startswith(e.name + "."):
+            return None  # the named module (or its package) does not exist
+        raise ConfigException(f"Cannot import {module_name}: {e}", name=_KEY,
+                              value=name) from e
+    except Exception as e:
+        raise ConfigException(f"Cannot import {module_name}: {type(e).__name__}: {e}",
+                              name=_KEY, value=name) from e
+    found = getattr(module, attr, None)
+    return found if isinstance(found, type) else None
+
+
+def _require_source_connector(name: str, cls: type) -> type[SourceConnector]:
+    if not issubclass(cls, SourceConnector):
+        raise ConfigException(f"Class {qualified_name(cls)} does not extend SourceConnector",
+                              name=_KEY, value=name)
+    return cls
+
+
+def resolve_connector_class(name: str) -> type[SourceConnector]:
+    """The SourceConnector class ``name`` refers to (see the module docstring for the rules).
+
+    Raises ConfigException naming ``connector.class`` if nothing matches, if an
+    alias is ambiguous, or if the class is not a SourceConnector.
+    """
+    wanted = name.strip()
+    known = _known_plugins()
+    if wanted in known:
+        return known[wanted]
+    imported = _import_path(wanted)
+    if imported is not None:
+        return _require_source_connector(wanted, imported)
+    matches = {qualified_name(c): c for c in known.values() if wanted in _aliases(c)}
+    if len(matches) == 1:
+        return next(iter(matches.values()))
+    available = ", ".join(sorted({qualified_name(c) for c in known.values()})) or "(none)"
+    if matches:
+        raise ConfigException(
+            f"More than one connector matches alias {wanted}. Please use the full module "
+            f"and class name instead. Classes found: {', '.join(sorted(matches))}",
+            name=_KEY, value=name)
+    raise ConfigException(
+        f"Failed to find any class that implements SourceConnector and which name matches "
+        f"{wanted}, available connectors are: {available}", name=_KEY, value=name)
+
+
+def _version(cls: type[SourceConnector]) -> str:
+    try:
+        return str(cls().version())
+    except Exception:  # listing plugins must survive a connector that cannot be built
+        return "unknown"
+
+
+def list_connector_plugins() -> list[PluginInfo]:
+    """Every known connector plugin, sorted by class name, as ``GET /connector-plugins`` shows."""
+    classes = {qualified_name(c): c for c in _known_plugins().values()}
+    return [PluginInfo(class_name=name, type="source", version=_version(cls))
+            for name, cls in sorted(classes.items())]

@@ -1,0 +1,1 @@
+"""Command-line tools that are not the worker itself (tail, verify)."""

@@ -1,0 +1,1 @@
+"""The worker: herder (control plane), Spark runner and the exactly-once task loop."""

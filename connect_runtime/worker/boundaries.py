@@ -1,0 +1,123 @@
+"""When a task's transaction ends: the three KIP-618 ``transaction.boundary`` kinds.
+
+* ``poll``: after every non-empty batch returned by ``SourceTask.poll``.
+* ``interval``: once ``transaction.boundary.interval.ms`` has passed since the
+  transaction began (checked after each poll, so a poll that blocks delays it).
+* ``connector``: when the task asks, through :class:`TaskTransactionContext`.
+
+This module holds no Kafka code; the task loop asks it "commit or abort now?".
+"""
+
+from __future__ import annotations
+
+import time
+from enum import Enum
+from typing import TYPE_CHECKING
+
+from connect_runtime.errors import ConnectError
+
+if TYPE_CHECKING:
+    from connect_runtime.api.record import SourceRecord
+
+
+class Decision(Enum):
+    NONE = 0
+    COMMIT = 1
+    ABORT = 2
+
+
+class TaskTransactionContext:
+    """The :class:`~connect_runtime.api.task.TransactionContext` handed to tasks.
+
+    Record-level requests are keyed by the record's identity: the record must be
+    one the task returns from ``poll`` (records compare by identity). Batch-level
+    requests apply after the batch being, or next to be, returned by ``poll``.
+    """
+
+    def __init__(self) -> None:
+        self._batch: Decision = Decision.NONE
+        # id(record) -> (record, decision); the record is kept so its id stays unique.
+        self._records: dict[int, tuple[SourceRecord, Decision]] = {}
+
+    def commit_transaction(self, record: SourceRecord | None = None) -> None:
+        self._request(record, Decision.COMMIT)
+
+    def abort_transaction(self, record: SourceRecord | None = None) -> None:
+        self._request(record, Decision.ABORT)
+
+    def _request(self, record: SourceRecord | None, decision: Decision) -> None:
+        if record is None:
+            if self._batch not in (Decision.NONE, decision):
+                raise ConnectError(
+                    "The task asked both to commit and to abort the transaction after the "
+                    "same batch; TransactionContext allows one or the other"
+                )
+            self._batch = decision
+            return
+        previous = self._records.get(id(record))
+        if previous is not None and previous[1] is not decision:
+            raise ConnectError(
+                f"The task asked both to commit and to abort the transaction after the same "
+                f"record (topic {record.topic!r}, offset {record.source_offset!r})"
+            )
+        self._records[id(record)] = (record, decision)
+
+    @property
+    def has_record_requests(self) -> bool:
+        return bool(self._records)
+
+    def take_record_decision(self, record: SourceRecord) -> Decision:
+        """The decision requested after ``record`` (consumed), or NONE."""
+        entry = self._records.pop(id(record), None)
+        return Decision.NONE if entry is None else entry[1]
+
+    def take_batch_decision(self) -> Decision:
+        decision, self._batch = self._batch, Decision.NONE
+        return decision
+
+
+class BoundaryPolicy:
+    """Decides when to end the open transaction, for one ``transaction.boundary`` kind."""
+
+    def __init__(self, kind: str, interval_ms: int, context: TaskTransactionContext | None) -> None:
+        if kind not in ("poll", "interval", "connector"):
+            raise ValueError(f"unknown transaction.boundary {kind!r}")
+        if kind == "connector" and context is None:
+            raise ValueError("transaction.boundary=connector needs a transaction context")
+        self.kind = kind
+        self.interval_s = interval_ms / 1000.0
+        self.context = context
+        self._deadline = time.monotonic() + self.interval_s
+
+    def transaction_began(self) -> None:
+        self._deadline = time.monotonic() + self.interval_s
+
+    def after_record(self, record: SourceRecord) -> Decision:
+        """Called after each record is sent; only connector boundaries end mid-batch."""
+        ctx = self.context
+        if ctx is None or not ctx.has_record_requests:
+            return Decision.NONE
+        return ctx.take_record_decision(record)
+
+    def after_batch(self, batch_size: int, transaction_open: bool) -> Decision:
+        """Called after each ``poll`` (also empty ones, so intervals elapse while idle)."""
+        if self.kind == "poll":
+            return Decision.COMMIT if batch_size and transaction_open else Decision.NONE
+        if self.kind == "interval":
+            if transaction_open and time.monotonic() >= self._deadline:
+                return Decision.COMMIT
+            return Decision.NONE
+        assert self.context is not None
+        decision = self.context.take_batch_decision()
+        return decision if transaction_open else Decision.NONE
+
+    def on_stop(self) -> Decision:
+        """What to do with the open transaction when the task stops or pauses.
+
+        ``poll`` and ``interval`` commit what was polled. A connector-defined
+        transaction ends only as the connector asked (Kafka Connect's rule); with no
+        request it is left to be aborted, so its records are polled again later.
+        """
+        if self.context is None:
+            return Decision.COMMIT
+        return self.context.take_batch_decision()

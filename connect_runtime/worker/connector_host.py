@@ -1,0 +1,121 @@
+"""Hosting :class:`SourceConnector` instances on the leader (the Spark driver).
+
+A connector instance only computes task configs; it never sees records. The
+herder starts one per STARTED or PAUSED connector, stops it when the connector
+is stopped, deleted or reconfigured, and asks it for task configs.
+"""
+
+from __future__ import annotations
+
+import logging
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+from connect_runtime.api.connector import SourceConnector
+from connect_runtime.api.task import OffsetStorageReader
+from connect_runtime.config.connector_config import ConnectorConfig
+from connect_runtime.plugins import resolve_connector_class
+from connect_runtime.worker.states import State
+
+log = logging.getLogger(__name__)
+
+
+class _ConnectorContext:
+    """The :class:`~connect_runtime.api.connector.ConnectorContext` of one instance."""
+
+    def __init__(self, host: HostedConnector) -> None:
+        self._host = host
+
+    def request_task_reconfiguration(self) -> None:
+        self._host.reconfiguration_requested = True
+        self._host.on_request()
+
+    def raise_error(self, error: BaseException) -> None:
+        self._host.fail(error)
+        self._host.on_request()
+
+    @property
+    def offset_storage_reader(self) -> OffsetStorageReader:
+        return self._host.offset_reader_factory()
+
+
+class HostedConnector:
+    """One running connector instance and what the herder needs to know about it."""
+
+    def __init__(
+        self,
+        name: str,
+        config: dict[str, str],
+        on_request: Callable[[], None],
+        offset_reader_factory: Callable[[], OffsetStorageReader],
+    ) -> None:
+        self.name = name
+        self.config = dict(config)
+        self.on_request = on_request
+        self.offset_reader_factory = offset_reader_factory
+        self.instance: SourceConnector | None = None
+        self.state = State.UNASSIGNED
+        self.trace: str | None = None
+        # True after start and whenever the connector asks: task configs are due.
+        self.reconfiguration_requested = True
+
+    def start(self) -> None:
+        """Instantiate and start; on error the state is FAILED with the trace."""
+        try:
+            cls = resolve_connector_class(self.config["connector.class"])
+            instance = cls()
+            instance.initialize(_ConnectorContext(self))
+            instance.start(dict(self.config))
+        except Exception as e:
+            self.fail(e)
+            return
+        self.instance = instance
+        self.state, self.trace = State.RUNNING, None
+        self.reconfiguration_requested = True
+
+    def fail(self, error: BaseException) -> None:
+        self.state = State.FAILED
+        self.trace = (f"Connector {self.name} failed:\n"
+                      + "".join(traceback.format_exception(error)))
+        log.error("connector %s failed", self.name, exc_info=error)
+
+    def task_configs(self) -> list[dict[str, str]] | None:
+        """Fresh task configs (with ``task.class``), or None if the connector failed."""
+        if self.instance is None:
+            return None
+        try:
+            max_tasks = ConnectorConfig(self.config).tasks_max
+            task_class = self.instance.task_class()
+            configs = self.instance.task_configs(max_tasks)
+            if len(configs) > max_tasks:
+                raise ValueError(f"task_configs({max_tasks}) returned {len(configs)} configs; "
+                                 "at most tasks.max are allowed")
+            path = f"{task_class.__module__}.{task_class.__qualname__}"
+            out = []
+            for i, cfg in enumerate(configs):
+                if not isinstance(cfg, dict) or not all(
+                        isinstance(k, str) and isinstance(v, str) for k, v in cfg.items()):
+                    raise TypeError(f"task config {i} is not a dict[str, str]: {cfg!r}")
+                out.append({**cfg, "task.class": path})
+        except Exception as e:
+            self.fail(e)
+            self.stop()
+            return None
+        self.reconfiguration_requested = False
+        return out
+
+    def stop(self) -> None:
+        instance, self.instance = self.instance, None
+        if instance is None:
+            return
+        try:
+            instance.stop()
+        except Exception:
+            log.warning("connector %s: stop() raised", self.name, exc_info=True)
+
+
+def describe(host: HostedConnector | None) -> dict[str, Any]:
+    if host is None:
+        return {"state": State.UNASSIGNED.value}
+    return {"state": host.state.value, "trace": host.trace}

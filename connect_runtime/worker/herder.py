@@ -1,0 +1,529 @@
+"""The leader's control plane: the :class:`Herder` behind the REST API.
+
+Desired state lives in the config topic; this class makes the running state
+follow it. REST calls validate and *write* (connector configs, target states);
+a single reconcile thread *acts* (starts connector instances, writes task
+configs, submits and stops Spark jobs). The config store's listener wakes that
+thread, so a write reaches the running state the same way whoever made it.
+
+Status is written to the status topic: connector states by this class, task
+states as the slots report them through :class:`TaskSlotRegistry`.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import threading
+import time
+from collections import defaultdict
+from typing import Any
+
+from connect_runtime import __version__
+from connect_runtime.config.connector_config import CONNECTOR_CONFIG_DEF, ConnectorConfig
+from connect_runtime.config.validation import (
+    ConfigInfos,
+    format_validation_errors,
+    validate_connector_config,
+)
+from connect_runtime.config.worker_config import WorkerConfig
+from connect_runtime.errors import (
+    AlreadyExistsException,
+    BadRequestException,
+    ConflictException,
+    ConnectError,
+    NotFoundException,
+)
+from connect_runtime.plugins import list_connector_plugins, resolve_connector_class
+from connect_runtime.storage.config_store import ClusterConfigState, ConfigStore
+from connect_runtime.storage.offsets import OffsetStore, TaskOffsetStorageReader
+from connect_runtime.storage.status_store import StatusStore
+from connect_runtime.worker import fencing, signing
+from connect_runtime.worker.connector_host import HostedConnector
+from connect_runtime.worker.herder_api import (
+    ConnectorInfo,
+    ConnectorStateInfo,
+    ConnectorTaskId,
+    HealthInfo,
+    PluginInfo,
+    ServerInfo,
+    StateInfo,
+    TaskInfo,
+    TaskStateInfo,
+)
+from connect_runtime.worker.spark_runner import SparkTaskRunner
+from connect_runtime.worker.states import State, TargetState
+from connect_runtime.worker.task_control import TaskSlotRegistry
+from connect_runtime.worker.task_spec import TaskSpec
+
+log = logging.getLogger(__name__)
+
+READ_TIMEOUT_S = 60.0
+RECONCILE_PERIOD_S = 1.0
+_INITIAL_STATES = {
+    None: TargetState.STARTED, "RUNNING": TargetState.STARTED,
+    "PAUSED": TargetState.PAUSED, "STOPPED": TargetState.STOPPED,
+}
+
+
+class DistributedHerder:
+    """Implements :class:`connect_runtime.worker.herder_api.Herder` for the leader."""
+
+    def __init__(self, config: WorkerConfig, config_store: ConfigStore, status_store: StatusStore,
+                 offset_store: OffsetStore, runner: SparkTaskRunner,
+                 kafka_cluster_id: str) -> None:
+        self.config = config
+        self.config_store = config_store
+        self.status_store = status_store
+        self.offset_store = offset_store
+        self.runner = runner
+        self.kafka_cluster_id = kafka_cluster_id
+        self.worker_id = config.worker_id
+        self.worker_url = config.advertised_url()
+        self.registry = TaskSlotRegistry(self._on_task_state)
+        self._hosted: dict[str, HostedConnector] = {}
+        self._running_generation: dict[str, int] = {}
+        self._failed_jobs: set[str] = set()
+        self._restart_connector: set[str] = set()
+        self._write_lock = threading.Lock()
+        self._fence_locks: defaultdict[str, threading.Lock] = defaultdict(threading.Lock)
+        self._wake = threading.Event()
+        self._stopping = threading.Event()
+        self._thread = threading.Thread(target=self._reconcile_loop, name="herder", daemon=True)
+        self.started = threading.Event()
+
+    # ------------------------------------------------------------ lifecycle
+
+    def start(self) -> None:
+        self._ensure_session_key()
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop every task gracefully (final commits), then every connector instance."""
+        self._stopping.set()
+        self._wake.set()
+        self._thread.join(timeout=self._graceful_s() * 2 + 30)
+        for name in list(self._running_generation):
+            self._stop_tasks(name)
+        for host in self._hosted.values():
+            host.stop()
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    def _graceful_s(self) -> float:
+        return float(self.config["task.shutdown.graceful.timeout.ms"]) / 1000
+
+    # ------------------------------------------------------- session key
+
+    def _ensure_session_key(self) -> None:
+        snap = self.config_store.snapshot()
+        ttl_ms = int(self.config["inter.worker.key.ttl.ms"])
+        key = snap.session_key
+        if key is not None and (ttl_ms == 0 or time.time() * 1000 - key.creation_ms < ttl_ms):
+            return
+        algorithm = str(self.config["inter.worker.key.generation.algorithm"])
+        raw = signing.generate_key(algorithm, self.config.get("inter.worker.key.size"))
+        with self._write_lock:
+            self.config_store.put_session_key(raw, algorithm, int(time.time() * 1000))
+
+    def session_key(self) -> tuple[bytes, str] | None:
+        key = self.config_store.snapshot().session_key
+        return None if key is None else (key.key, key.algorithm)
+
+    def verify_internal_request(self, headers: dict[str, str], body: bytes) -> None:
+        """KIP-507 check for internal routes; raises signing.SignatureError."""
+        key = self.session_key()
+        signing.verify(key[0] if key else None,
+                       list(self.config["inter.worker.verification.algorithms"]), headers, body)
+
+    # ------------------------------------------------------------ reading
+
+    def _snapshot(self, refresh: bool = False) -> ClusterConfigState:
+        if refresh:
+            self.config_store.read_to_end(READ_TIMEOUT_S)
+        return self.config_store.snapshot()
+
+    def _require(self, snap: ClusterConfigState, name: str) -> dict[str, str]:
+        config = snap.connector_config(name)
+        if config is None:
+            raise NotFoundException(f"Connector {name} not found")
+        return config
+
+    def server_info(self) -> ServerInfo:
+        return ServerInfo(__version__, "unknown", self.kafka_cluster_id)
+
+    def health(self) -> HealthInfo:
+        if not (self.started.is_set() and self.runner.ready.is_set()):
+            return HealthInfo("starting", "Worker is still starting up.")
+        if not self._thread.is_alive():
+            return HealthInfo("unhealthy", "The worker's herder thread has stopped.")
+        return HealthInfo("healthy", "Worker has completed startup and is ready to handle "
+                                     "requests.")
+
+    def connectors(self) -> list[str]:
+        return sorted(self._snapshot().connectors())
+
+    def connector_config(self, name: str) -> dict[str, str]:
+        return dict(self._require(self._snapshot(), name))
+
+    def connector_info(self, name: str) -> ConnectorInfo:
+        snap = self._snapshot()
+        config = self._require(snap, name)
+        tasks = [ConnectorTaskId(name, i) for i in range(snap.task_count(name))]
+        return ConnectorInfo(name, dict(config), tasks)
+
+    def task_configs(self, name: str) -> list[TaskInfo]:
+        snap = self._snapshot()
+        self._require(snap, name)
+        return [TaskInfo(ConnectorTaskId(name, i), dict(cfg))
+                for i, cfg in enumerate(snap.task_configs(name))]
+
+    def connector_status(self, name: str) -> ConnectorStateInfo:
+        snap = self._snapshot()
+        self._require(snap, name)
+        status = self.status_store.connector_status(name)
+        connector = (StateInfo(status.state, status.worker_id, status.trace) if status
+                     else StateInfo(State.UNASSIGNED.value, self.worker_id))
+        tasks = [self._task_state(name, i) for i in range(snap.task_count(name))]
+        return ConnectorStateInfo(name, connector, tasks)
+
+    def _task_state(self, name: str, task: int) -> TaskStateInfo:
+        status = self.status_store.task_status(name, task)
+        if status is None:
+            return TaskStateInfo(task, State.UNASSIGNED.value, self.worker_id)
+        return TaskStateInfo(task, status.state, status.worker_id, status.trace)
+
+    def task_status(self, name: str, task: int) -> TaskStateInfo:
+        snap = self._snapshot()
+        self._require(snap, name)
+        if not 0 <= task < snap.task_count(name):
+            raise NotFoundException(f"Task {name}-{task} not found")
+        return self._task_state(name, task)
+
+    def connector_offsets(self, name: str) -> list[dict[str, Any]]:
+        config = self._require(self._snapshot(), name)
+        own = ConnectorConfig(config).offsets_storage_topic
+        return self.offset_store.connector_offsets(name, own)
+
+    def connector_plugins(self) -> list[PluginInfo]:
+        return list_connector_plugins()
+
+    def plugin_config(self, plugin: str) -> list[dict[str, Any]]:
+        try:
+            cls = resolve_connector_class(plugin)
+        except ConnectError as e:
+            raise NotFoundException(str(e)) from e
+        # Like Connect: the plugin's own keys, then the framework's it does not redefine.
+        keys = dict(cls().config_def().config_keys)
+        for name, key in CONNECTOR_CONFIG_DEF.config_keys.items():
+            keys.setdefault(name, key)
+        return [key.to_info_dict() for key in keys.values()]
+
+    def validate_connector_config(self, plugin: str | None,
+                                  config: dict[str, str]) -> ConfigInfos:
+        class_name = config.get("connector.class") or plugin
+        if not class_name:
+            raise BadRequestException("Connector config is missing connector.class")
+        instance = resolve_connector_class(class_name)()
+        return validate_connector_config(instance, config, self.config.eos_support)
+
+    def _validate_or_raise(self, config: dict[str, str]) -> None:
+        infos = self.validate_connector_config(None, config)
+        if infos.error_count:
+            raise BadRequestException(format_validation_errors(infos))
+
+    # ------------------------------------------------------------ writing
+
+    def create_connector(self, name: str, config: dict[str, str],
+                         initial_state: str | None = None) -> ConnectorInfo:
+        if initial_state not in _INITIAL_STATES:
+            raise BadRequestException(f"Invalid initial_state {initial_state!r}; expected "
+                                      "RUNNING, PAUSED or STOPPED")
+        config = {**config, "name": name}
+        if name in self._snapshot(refresh=True).connectors():
+            raise AlreadyExistsException(f"Connector {name} already exists")
+        self._validate_or_raise(config)
+        with self._write_lock:
+            self.config_store.put_connector_config(name, config,
+                                                   _INITIAL_STATES[initial_state].value)
+        self.wake()
+        return ConnectorInfo(name, config, [])
+
+    def put_connector_config(self, name: str,
+                             config: dict[str, str]) -> tuple[bool, ConnectorInfo]:
+        snap = self._snapshot(refresh=True)
+        if snap.connector_config(name) is None:
+            return True, self.create_connector(name, config)
+        config = {**config, "name": name}
+        self._validate_or_raise(config)
+        with self._write_lock:
+            self.config_store.put_connector_config(name, config, None)
+        self.wake()
+        return False, ConnectorInfo(name, config, [ConnectorTaskId(name, i)
+                                                   for i in range(snap.task_count(name))])
+
+    def patch_connector_config(self, name: str, patch: dict[str, str | None]) -> ConnectorInfo:
+        current = self._require(self._snapshot(refresh=True), name)
+        merged = {k: v for k, v in {**current, **patch}.items() if v is not None}
+        if merged.get("name", name) != name:
+            raise BadRequestException(f"Connector name configuration ({merged['name']}) "
+                                      f"doesn't match connector name in the URL ({name})")
+        return self.put_connector_config(name, merged)[1]
+
+    def delete_connector(self, name: str) -> None:
+        self._require(self._snapshot(refresh=True), name)
+        with self._write_lock:
+            self.config_store.remove_connector_config(name)
+        self.wake()
+
+    def _set_target(self, name: str, target: TargetState) -> None:
+        self._require(self._snapshot(refresh=True), name)
+        with self._write_lock:
+            self.config_store.put_target_state(name, target.value)
+        self.wake()
+
+    def pause_connector(self, name: str) -> None:
+        self._set_target(name, TargetState.PAUSED)
+
+    def resume_connector(self, name: str) -> None:
+        self._set_target(name, TargetState.STARTED)
+
+    def stop_connector(self, name: str) -> None:
+        self._set_target(name, TargetState.STOPPED)
+
+    def restart_connector(self, name: str, include_tasks: bool,
+                          only_failed: bool) -> ConnectorStateInfo:
+        status = self.connector_status(name)
+        if not only_failed or status.connector.state == State.FAILED.value:
+            self._restart_connector.add(name)
+            status.connector.state = State.RESTARTING.value
+        if include_tasks:
+            for task in status.tasks:
+                if not only_failed or task.state == State.FAILED.value:
+                    self._restart_task(name, task.id)
+                    task.state = State.RESTARTING.value
+        self.wake()
+        return status
+
+    def restart_task(self, name: str, task: int) -> None:
+        # KIP-618: read to the end first, so a stale view cannot restart a task
+        # whose source partitions now belong to another task.
+        snap = self._snapshot(refresh=True)
+        self._require(snap, name)
+        if not 0 <= task < snap.task_count(name):
+            raise NotFoundException(f"Task {name}-{task} not found")
+        if snap.config_generation(name) != self._running_generation.get(name):
+            raise ConflictException(f"Tasks of {name} are being reconfigured; retry the "
+                                    "restart once the new generation is running")
+        self._restart_task(name, task)
+        self.wake()
+
+    def _restart_task(self, name: str, task: int) -> None:
+        self.status_store.put_task(name, task, State.RESTARTING.value, self.worker_id)
+        job = self.runner.job(name)
+        if name in self._failed_jobs or job is None or job.done.is_set():
+            self._failed_jobs.discard(name)
+            self._running_generation.pop(name, None)  # resubmit on the next reconcile
+        elif not self.registry.restart(name, task):
+            self._running_generation.pop(name, None)
+
+    # -------------------------------------------------------- zombie fencing
+
+    def fence_zombies(self, name: str) -> None:
+        """KIP-618 "Zombie fencing by the leader", steps 3-9."""
+        with self._fence_locks[name]:
+            snap = self._snapshot(refresh=True)
+            self._require(snap, name)
+            if not snap.pending_fencing(name):
+                return
+            generation = snap.config_generation(name)
+            previous, new = snap.task_count_record(name), snap.task_count(name)
+            if fencing.task_count_needs_fencing(previous, new):
+                assert previous is not None
+                base = {**self.config.client_config("producer"), "enable.idempotence": True}
+                ids = fencing.transactional_ids(self.config.group_id, name, previous)
+                fencing.fence_producers(base, ids)
+            snap = self._snapshot(refresh=True)
+            if snap.config_generation(name) != generation:
+                raise ConflictException(
+                    f"New task configs for {name} were written during zombie fencing; "
+                    "the tasks will retry with the new generation")
+            with self._write_lock:
+                self.config_store.put_task_count_record(name, new)
+
+    # ------------------------------------------------------ reconciliation
+
+    def _reconcile_loop(self) -> None:
+        while not self._stopping.is_set():
+            self._wake.wait(RECONCILE_PERIOD_S)
+            self._wake.clear()
+            if self._stopping.is_set():
+                return
+            try:
+                self._ensure_session_key()
+                snap = self._snapshot()
+                for name in set(snap.connectors()) | set(self._hosted) | set(
+                        self._running_generation):
+                    self._reconcile(name, snap)
+                    snap = self._snapshot()
+            except Exception:
+                log.exception("reconcile pass failed; retrying")
+                time.sleep(RECONCILE_PERIOD_S)
+
+    def _reconcile(self, name: str, snap: ClusterConfigState) -> None:
+        config = snap.connector_config(name)
+        if config is None:
+            self._teardown(name, snap)
+            return
+        target = TargetState(snap.target_state(name))
+        if target is TargetState.STOPPED:
+            self._stop_connector(name, snap)
+            return
+        host = self._host(name, config)
+        if host.state is State.FAILED:
+            self._put_connector_status(name, host, snap)
+            return
+        if host.reconfiguration_requested:
+            configs = host.task_configs()
+            if configs is None:
+                self._put_connector_status(name, host, snap)
+                return
+            if configs != snap.task_configs(name) or (not snap.task_count(name) and configs):
+                with self._write_lock:
+                    self.config_store.put_task_configs(name, configs)
+                return  # the listener wakes us with the new generation
+        self._ensure_tasks(name, snap, paused=target is TargetState.PAUSED)
+        host.state = State.PAUSED if target is TargetState.PAUSED else State.RUNNING
+        self._put_connector_status(name, host, snap)
+
+    def _host(self, name: str, config: dict[str, str]) -> HostedConnector:
+        host = self._hosted.get(name)
+        restart = name in self._restart_connector
+        if host is not None and host.config == config and not restart:
+            return host
+        self._restart_connector.discard(name)
+        if host is not None:
+            host.stop()
+        host = HostedConnector(name, config, self.wake,
+                               lambda: self._offset_reader(name, config))
+        host.start()
+        self._hosted[name] = host
+        return host
+
+    def _offset_reader(self, name: str, config: dict[str, str]) -> TaskOffsetStorageReader:
+        own = ConnectorConfig(config).offsets_storage_topic
+        return TaskOffsetStorageReader(
+            connector=name, bootstrap_servers=self.config.bootstrap_servers,
+            global_topic=self.config["offset.storage.topic"],
+            connector_topic=own if own != self.config["offset.storage.topic"] else None,
+            consumer_overrides=self._overrides("consumer"))
+
+    def _ensure_tasks(self, name: str, snap: ClusterConfigState, paused: bool) -> None:
+        generation = snap.config_generation(name)
+        if self._running_generation.get(name) == generation:
+            self.registry.set_paused(name, paused)
+            return
+        if name in self._running_generation:
+            self._stop_tasks(name)
+        if name in self._failed_jobs:
+            return
+        configs = snap.task_configs(name)
+        if not configs:
+            return
+        specs = [self._spec(name, i, generation, cfg, snap) for i, cfg in enumerate(configs)]
+        for i in range(len(specs)):
+            self.status_store.put_task(name, i, State.UNASSIGNED.value, self.worker_id,
+                                       generation=generation)
+        self.registry.open(name, generation, len(specs), paused)
+        self.runner.submit(name, generation, specs)
+        self._running_generation[name] = generation
+
+    def _stop_tasks(self, name: str) -> None:
+        self.registry.close(name)
+        self.runner.wait_stopped(name, self._graceful_s())
+        self._running_generation.pop(name, None)
+
+    def _stop_connector(self, name: str, snap: ClusterConfigState) -> None:
+        if name in self._running_generation:
+            self._stop_tasks(name)
+        host = self._hosted.pop(name, None)
+        if host is not None:
+            host.stop()
+        if snap.task_count(name):
+            with self._write_lock:  # Connect (KIP-875) empties the task configs of a stopped one
+                self.config_store.put_task_configs(name, [])
+        current = self.status_store.connector_status(name)
+        if current is None or current.state != State.STOPPED.value:
+            self.status_store.put_connector(name, State.STOPPED.value, self.worker_id)
+
+    def _teardown(self, name: str, snap: ClusterConfigState) -> None:
+        if name in self._running_generation:
+            self._stop_tasks(name)
+        host = self._hosted.pop(name, None)
+        if host is not None:
+            host.stop()
+            task_count = max(len(self.status_store.task_statuses(name)), 0)
+            self.status_store.delete_connector(name, task_count)
+        self._failed_jobs.discard(name)
+
+    def _put_connector_status(self, name: str, host: HostedConnector,
+                              snap: ClusterConfigState) -> None:
+        current = self.status_store.connector_status(name)
+        if current is None or (current.state, current.trace) != (host.state.value, host.trace):
+            self.status_store.put_connector(name, host.state.value, self.worker_id, host.trace,
+                                            generation=snap.config_generation(name))
+
+    # --------------------------------------------------------- task events
+
+    def _on_task_state(self, connector: str, task: int, state: State, trace: str | None) -> None:
+        generation = self._running_generation.get(connector, 0)
+        self.status_store.put_task(connector, task, state.value, self.worker_id, trace,
+                                   generation=generation)
+
+    def on_job_failed(self, connector: str, generation: int, trace: str) -> None:
+        """The whole Spark job died (e.g. a slot exhausted its attempts)."""
+        if self._running_generation.get(connector) != generation:
+            return
+        self._failed_jobs.add(connector)
+        for slot in self.registry.slots():
+            if slot.connector == connector and slot.state is not State.FAILED:
+                self.status_store.put_task(
+                    connector, slot.task, State.FAILED.value, self.worker_id,
+                    f"The Spark job hosting the tasks of {connector} failed:\n{trace}",
+                    generation=generation)
+        self.registry.close(connector)
+
+    # ------------------------------------------------------------- helpers
+
+    def _overrides(self, prefix: str) -> dict[str, str]:
+        conf = self.config.client_config(prefix)
+        conf.pop("bootstrap.servers", None)
+        return conf
+
+    def _spec(self, name: str, task: int, generation: int, task_config: dict[str, str],
+              snap: ClusterConfigState) -> TaskSpec:
+        config = self.config
+        key = snap.session_key
+        converters = {k: v for k, v in config.originals.items()
+                      if k.startswith(("key.converter", "value.converter"))}
+        return TaskSpec(
+            connector=name, task=task, generation=generation, task_config=dict(task_config),
+            connector_config=dict(snap.connector_config(name) or {}),
+            bootstrap_servers=config.bootstrap_servers, group_id=config.group_id,
+            config_topic=config["config.storage.topic"],
+            status_topic=config["status.storage.topic"],
+            global_offsets_topic=config["offset.storage.topic"],
+            worker_url=self.worker_url, worker_id=self.worker_id,
+            eos_support=config.eos_support,
+            offset_flush_interval_ms=int(config["offset.flush.interval.ms"]),
+            graceful_timeout_ms=int(config["task.shutdown.graceful.timeout.ms"]),
+            producer_overrides=self._overrides("producer"),
+            consumer_overrides=self._overrides("consumer"),
+            admin_overrides=self._overrides("admin"),
+            worker_converters=converters,
+            offsets_topic_partitions=int(config["offset.storage.partitions"]),
+            offsets_topic_replication_factor=int(config["offset.storage.replication.factor"]),
+            session_key=base64.b64encode(key.key).decode("ascii") if key else None,
+            session_key_algorithm=str(config["inter.worker.signature.algorithm"]),
+        )

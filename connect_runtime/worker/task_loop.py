@@ -1,0 +1,413 @@
+"""The exactly-once source task loop (KIP-618), run inside one Spark task.
+
+The commit path, in order; every step of one transaction shares one deadline
+(``transaction.timeout.ms`` of the task producer)::
+
+    1. begin        producer.begin_transaction(), lazily, before the first write
+    2. produce      each converted record, in poll order
+    3. offsets      the latest source offset per source partition, to the
+                    connector's offsets topic, with the same producer
+    4. commit       producer.commit_transaction()
+    5. commit_record(record, metadata) for each record of the transaction, in order
+    6. commit()     once per transaction
+
+Records and their offsets become visible to ``read_committed`` consumers
+together or not at all. When the connector asks to abort (``transaction.boundary
+=connector``), the records are aborted and, as in Kafka Connect, their offsets
+are committed at once in an offsets-only transaction, so the task is not handed
+those records again.
+
+On stop (and pause), ``poll`` and ``interval`` boundaries commit what was
+polled; a connector-defined transaction is committed only if the connector
+asked, otherwise it is aborted on stop (left open on pause) and its records are
+polled again after a restart, since their offsets never committed.
+
+Failure rules: an exception from the task, a converter or the producer aborts
+the open transaction and fails the task; a fenced producer means a newer
+generation owns this task, so the loop stops quietly (outcome FENCED).
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import TYPE_CHECKING, Any
+
+from connect_runtime.api.task import SourceTask
+from connect_runtime.errors import (
+    ConnectError,
+    DataException,
+    KafkaClientError,
+    ProducerFencedError,
+    translate_kafka_error,
+)
+from connect_runtime.storage.offsets import (
+    serialize_key,
+    serialize_value,
+    validate_partition_or_offset,
+)
+from connect_runtime.worker.boundaries import BoundaryPolicy, Decision
+
+if TYPE_CHECKING:
+    from confluent_kafka import Producer
+
+    from connect_runtime.api.record import RecordMetadata, SourceRecord
+    from connect_runtime.converters import Converter
+
+log = logging.getLogger(__name__)
+
+# librdkafka raises BufferError when its local queue is full; waiting this long
+# for deliveries to drain before retrying keeps the loop from spinning.
+_QUEUE_FULL_BACKOFF_S = 0.05
+
+
+def _as_fenced(error: BaseException) -> ProducerFencedError | None:
+    """librdkafka reports fencing from whichever call meets it first (``poll``,
+    ``produce``, ``commit_transaction``); recognise it wherever it surfaces."""
+    from confluent_kafka import KafkaException
+
+    if isinstance(error, KafkaException):
+        translated = translate_kafka_error(error, "task producer")
+        if isinstance(translated, ProducerFencedError):
+            return translated
+    return None
+
+
+class Outcome(Enum):
+    STOPPED = "STOPPED"  # stop requested; final commit done
+    FAILED = "FAILED"  # an error; the open transaction was aborted
+    FENCED = "FENCED"  # a newer producer owns the transactional.id
+
+
+class LoopSignals:
+    """Flags another thread (the slot's control thread) sets; the loop reads them.
+
+    Reading a bool attribute is the cheapest cross-thread check Python offers;
+    the loop looks at ``stop`` once per batch.
+    """
+
+    def __init__(self) -> None:
+        self.stop = False
+        self.paused = False
+        self.wakeup = threading.Event()
+
+    def request_stop(self) -> None:
+        self.stop = True
+        self.wakeup.set()
+
+    def set_paused(self, paused: bool) -> None:
+        self.paused = paused
+        self.wakeup.set()
+
+
+@dataclass
+class TransactionStats:
+    """Committed transaction sizes (KIP-618's transaction-size-min/max/avg)."""
+
+    committed: int = 0
+    aborted: int = 0
+    records: int = 0
+    size_min: int | None = None
+    size_max: int = 0
+    sizes: list[int] = field(default_factory=list)  # the most recent sizes, bounded
+
+    def record_commit(self, size: int) -> None:
+        self.committed += 1
+        self.records += size
+        self.size_min = size if self.size_min is None else min(self.size_min, size)
+        self.size_max = max(self.size_max, size)
+        self.sizes.append(size)
+        if len(self.sizes) > 1000:
+            del self.sizes[:500]
+
+    @property
+    def size_avg(self) -> float:
+        return self.records / self.committed if self.committed else 0.0
+
+
+class ExactlyOnceTaskLoop:
+    """Drives a started :class:`SourceTask` until stopped, failed or fenced.
+
+    The caller owns startup (fencing, producer ``init_transactions``, offsets,
+    ``task.start``) and cleanup; this class owns steps 1-6 above.
+    """
+
+    def __init__(
+        self,
+        *,
+        label: str,
+        connector: str,
+        task: SourceTask,
+        producer: Producer,
+        offsets_topic: str,
+        forbidden_topics: frozenset[str],
+        key_converter: Converter,
+        value_converter: Converter,
+        boundary: BoundaryPolicy,
+        signals: LoopSignals,
+        transaction_timeout_s: float,
+        on_offsets_committed: Callable[[list[tuple[bytes, bytes | None]]], None] | None = None,
+        on_paused: Callable[[bool], None] | None = None,
+    ) -> None:
+        self.label = label
+        self.connector = connector
+        self.task = task
+        self.producer = producer
+        self.offsets_topic = offsets_topic
+        self.forbidden_topics = forbidden_topics
+        self.key_converter = key_converter
+        self.value_converter = value_converter
+        self.boundary = boundary
+        self.signals = signals
+        self.transaction_timeout_s = transaction_timeout_s
+        self.on_offsets_committed = on_offsets_committed
+        self.on_paused = on_paused
+        self.stats = TransactionStats()
+        # Overriding commit_record is what makes per-record metadata worth its cost.
+        self._wants_metadata = type(task).commit_record is not SourceTask.commit_record
+        self._in_txn = False
+        self._txn_records: list[SourceRecord] = []
+        self._txn_metadata: list[RecordMetadata | None] = []
+        self._txn_size = 0
+        # id(partition dict) -> (order, partition, offset): the latest offset per
+        # partition object; deduplicated by serialized key only at commit time.
+        self._pending_offsets: dict[int, tuple[int, Any, Any]] = {}
+        self._order = itertools.count()
+        self._checked_topics: set[str] = set()
+
+    # ------------------------------------------------------------------ loop
+
+    def run(self) -> Outcome:
+        """Poll, send and commit until a stop is requested. Never raises."""
+        try:
+            while not self.signals.stop:
+                if self.signals.paused:
+                    self._pause()
+                    continue
+                batch = self.task.poll()
+                size = len(batch) if batch else 0
+                if size:
+                    self._send_batch(batch)  # type: ignore[arg-type]
+                decision = self.boundary.after_batch(size, self._in_txn)
+                if decision is not Decision.NONE:
+                    self._end_transaction(decision)
+                self.producer.poll(0)
+            # Graceful stop (KIP-618: "including the end-of-life offset commit that
+            # takes place during task shutdown").
+            decision = self.boundary.on_stop()
+            if decision is Decision.NONE:
+                self._abort_quietly()
+            else:
+                self._end_transaction(decision)
+            return Outcome.STOPPED
+        except ProducerFencedError:
+            return self._fenced()
+        except BaseException as e:
+            error = _as_fenced(e)
+            if error is not None:
+                return self._fenced()
+            self._abort_quietly()
+            raise
+
+    def _fenced(self) -> Outcome:
+        log.info("Task %s was fenced by a newer generation; stopping quietly", self.label)
+        self._in_txn = False
+        return Outcome.FENCED
+
+    def _pause(self) -> None:
+        """End what is open as the boundary allows, then idle until resumed or stopped."""
+        decision = self.boundary.on_stop()
+        if decision is not Decision.NONE:
+            self._end_transaction(decision)
+        if self.on_paused:
+            self.on_paused(True)
+        while self.signals.paused and not self.signals.stop:
+            self.signals.wakeup.wait(0.5)
+            self.signals.wakeup.clear()
+        if self.on_paused and not self.signals.stop:
+            self.on_paused(False)
+
+    # --------------------------------------------------------------- sending
+
+    def _send_batch(self, batch: list[SourceRecord]) -> None:
+        after_record = self.boundary.after_record
+        connector_boundary = self.boundary.context is not None
+        for record in batch:
+            self._send(record)
+            if connector_boundary:
+                decision = after_record(record)
+                if decision is not Decision.NONE:
+                    self._end_transaction(decision)
+
+    def _send(self, record: SourceRecord) -> None:
+        if not self._in_txn:
+            self._begin()  # step 1
+        topic = record.topic
+        if topic not in self._checked_topics:
+            self._check_topic(topic)
+        try:
+            key = self.key_converter.from_connect(topic, record.key)
+            value = self.value_converter.from_connect(topic, record.value)
+        except DataException:
+            raise
+        except Exception as e:
+            raise DataException(f"Task {self.label} could not convert a record for topic "
+                                f"{topic!r}: {e}") from e
+        partition = record.partition if record.partition is not None else -1
+        timestamp = record.timestamp or 0
+        callback = self._delivery_callback(len(self._txn_records)) if self._wants_metadata else None
+        while True:  # step 2
+            try:
+                self.producer.produce(topic, value, key, partition=partition,
+                                      on_delivery=callback, timestamp=timestamp,
+                                      headers=record.headers)
+                break
+            except BufferError:
+                self.producer.poll(_QUEUE_FULL_BACKOFF_S)
+            except Exception as e:
+                raise translate_kafka_error(e, f"produce to {topic!r} by task {self.label}") from e
+        self._txn_size += 1
+        if self._wants_metadata:
+            self._txn_records.append(record)
+            self._txn_metadata.append(None)
+        source_partition = record.source_partition
+        if source_partition is not None:
+            self._pending_offsets[id(source_partition)] = (
+                next(self._order), source_partition, record.source_offset)
+
+    def _check_topic(self, topic: Any) -> None:
+        if not isinstance(topic, str) or not topic:
+            raise DataException(f"Task {self.label} returned a record with topic {topic!r}; "
+                                "a record's topic must be a non-empty string")
+        if topic in self.forbidden_topics:
+            raise DataException(
+                f"Task {self.label} returned a record for topic {topic!r}, which is one of the "
+                "worker's internal topics (config, status or offsets); a task must never "
+                "produce to its own offsets topic or to the cluster's internal topics")
+        self._checked_topics.add(topic)
+
+    def _delivery_callback(self, index: int) -> Callable[[Any, Any], None]:
+        def delivered(err: Any, msg: Any) -> None:
+            if err is None and index < len(self._txn_metadata):
+                from connect_runtime.api.record import RecordMetadata
+
+                ts = msg.timestamp()
+                self._txn_metadata[index] = RecordMetadata(
+                    msg.topic(), msg.partition(), msg.offset(), ts[1] if ts[0] else None)
+        return delivered
+
+    # ------------------------------------------------------------ committing
+
+    def _begin(self) -> None:
+        try:
+            self.producer.begin_transaction()
+        except Exception as e:
+            raise translate_kafka_error(e, f"begin_transaction for task {self.label}") from e
+        self._in_txn = True
+        self.boundary.transaction_began()
+
+    def _end_transaction(self, decision: Decision) -> None:
+        """Steps 3-6. An abort drops the records, then commits their offsets alone."""
+        if decision is Decision.ABORT:
+            self._abort()
+        if not self._in_txn and not self._pending_offsets:
+            return
+        if not self._in_txn:
+            self._begin()  # an offsets-only transaction, after an abort
+        deadline = time.monotonic() + self.transaction_timeout_s
+        written = self._write_offsets()  # step 3
+        self._commit(deadline)  # step 4
+        size = self._txn_size
+        self.stats.record_commit(size)
+        self._finish_records()  # steps 5 and 6
+        self._pending_offsets.clear()
+        if written and self.on_offsets_committed is not None:
+            self.on_offsets_committed(written)
+
+    def _write_offsets(self) -> list[tuple[bytes, bytes | None]]:
+        """Step 3: one offset record per distinct source partition, latest wins."""
+        latest: dict[bytes, bytes | None] = {}
+        for _, partition, offset in sorted(self._pending_offsets.values(),
+                                           key=lambda entry: entry[0]):
+            validate_partition_or_offset(partition, "partition")
+            if offset is not None:
+                validate_partition_or_offset(offset, "offset")
+            latest[serialize_key(self.connector, partition)] = serialize_value(offset)
+        for key, value in latest.items():
+            while True:
+                try:
+                    self.producer.produce(self.offsets_topic, value, key)
+                    break
+                except BufferError:
+                    self.producer.poll(_QUEUE_FULL_BACKOFF_S)
+                except Exception as e:
+                    raise translate_kafka_error(
+                        e, f"write offsets to {self.offsets_topic!r} for task {self.label}") from e
+        return list(latest.items())
+
+    def _commit(self, deadline: float) -> None:
+        """Step 4. Retriable errors are retried until the deadline (librdkafka allows it)."""
+        while True:
+            remaining = max(deadline - time.monotonic(), 0.1)
+            try:
+                self.producer.commit_transaction(remaining)
+                self._in_txn = False
+                return
+            except Exception as e:
+                err = translate_kafka_error(e, f"commit_transaction for task {self.label}")
+                if isinstance(err, ProducerFencedError):
+                    self._in_txn = False
+                    raise err from e
+                if err.retriable and time.monotonic() < deadline:
+                    continue
+                if isinstance(err, KafkaClientError) and err.retriable:
+                    raise ConnectError(
+                        f"{err}. The transaction did not commit within transaction.timeout.ms "
+                        f"({self.transaction_timeout_s:.0f}s). Remedies (KIP-618): tune the "
+                        "producer for throughput, raise producer.override.transaction.timeout.ms"
+                        ", shorten transaction.boundary.interval.ms, or use "
+                        "transaction.boundary=poll") from e
+                raise err from e
+
+    def _finish_records(self) -> None:
+        """Steps 5 and 6: tell the task what is now durable."""
+        if self._wants_metadata:
+            records, metadata = self._txn_records, self._txn_metadata
+            self._txn_records, self._txn_metadata = [], []
+            for record, meta in zip(records, metadata, strict=True):
+                self.task.commit_record(record, meta)
+        self._txn_size = 0
+        self.task.commit()
+
+    def _abort(self) -> None:
+        """Connector-requested abort: records vanish; the caller commits their offsets."""
+        if not self._in_txn:
+            return
+        try:
+            self.producer.abort_transaction(self.transaction_timeout_s)
+        except Exception as e:
+            raise translate_kafka_error(e, f"abort_transaction for task {self.label}") from e
+        self._in_txn = False
+        self.stats.aborted += 1
+        if self._wants_metadata:
+            records = self._txn_records
+            self._txn_records, self._txn_metadata = [], []
+            for record in records:
+                self.task.commit_record(record, None)
+        self._txn_size = 0
+
+    def _abort_quietly(self) -> None:
+        """On failure: abort so nothing of the failed transaction becomes visible."""
+        if not self._in_txn:
+            return
+        try:
+            self.producer.abort_transaction(min(self.transaction_timeout_s, 30.0))
+        except Exception:  # the task is failing anyway; the broker aborts on timeout or fencing
+            log.warning("Task %s: abort after failure did not complete", self.label,
+                        exc_info=True)
+        self._in_txn = False

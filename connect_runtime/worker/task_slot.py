@@ -1,0 +1,255 @@
+"""The executor side of one connector task: a long-running Spark task ("slot").
+
+A slot runs task instances one after another until the driver says stop:
+
+* It reports its state to the worker (driver) every ``HEARTBEAT_INTERVAL_S``
+  over the worker's internal REST route, and gets back what to do: run, pause
+  or stop, and a restart counter that bumps on REST restarts.
+* A task that fails reports FAILED with its traceback and waits for a restart;
+  the slot does not end, so Spark has nothing to re-run.
+* Spark re-running a slot (attempt > 0) means the previous attempt's process
+  died (e.g. SIGKILL of the Python worker). The retry never silently resumes
+  work: it reports FAILED and waits for a REST restart, as Connect would.
+* Startup abandoned (a newer generation exists) or a fenced producer ends the
+  slot quietly: the newer generation owns the work.
+
+Errors cross the process boundary as formatted text (the traceback string), so
+an exception that does not pickle still reaches the status topic intact.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import traceback
+import uuid
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
+
+import httpx
+
+from connect_runtime.storage.offsets import GlobalOffsetMirror
+from connect_runtime.worker import signing
+from connect_runtime.worker.states import State
+from connect_runtime.worker.task_loop import ExactlyOnceTaskLoop, LoopSignals, Outcome
+from connect_runtime.worker.task_startup import StartupAbandoned, start_task
+
+if TYPE_CHECKING:
+    from connect_runtime.worker.task_spec import TaskSpec
+
+log = logging.getLogger(__name__)
+
+HEARTBEAT_INTERVAL_S = 0.25
+CMD_RUN, CMD_PAUSE, CMD_STOP = "run", "pause", "stop"
+
+
+class SlotControl:
+    """Heartbeats to the driver on a background thread and applies its commands."""
+
+    def __init__(self, spec: TaskSpec, attempt: int) -> None:
+        self.spec = spec
+        self.attempt = attempt
+        self.run_id = uuid.uuid4().hex
+        self.url = (f"{spec.worker_url}/internal/tasks/{quote(spec.connector, safe='')}/"
+                    f"{spec.task}/heartbeat")
+        self.state = State.UNASSIGNED
+        self.trace: str | None = None
+        self.command = CMD_RUN
+        self.restart_seq: int | None = None
+        self.signals: LoopSignals | None = None
+        self.task: Any = None
+        # The restart counter the current task instance started under; a different
+        # value from the driver means "restart": stop this instance, start anew.
+        self.running_restart_seq: int | None = None
+        self.changed = threading.Condition()
+        self._closed = threading.Event()
+        self._report_now = threading.Event()
+        self._client = httpx.Client(timeout=10.0)
+        self._thread = threading.Thread(target=self._heartbeat_loop, daemon=True,
+                                        name=f"slot-control-{spec.task_label}")
+        self._thread.start()
+
+    # Called from the slot's main thread.
+    def report(self, state: State, trace: str | None = None) -> None:
+        self.state, self.trace = state, trace
+        self._report_now.set()
+
+    def wait_for_answer(self) -> None:
+        """Block until the driver has answered at least once (or the slot closes)."""
+        with self.changed:
+            self.changed.wait_for(lambda: self.restart_seq is not None or self._closed.is_set())
+
+    def wait_for_change(self, seen_restart_seq: int | None) -> None:
+        """Block until a restart is requested or the slot must stop."""
+        with self.changed:
+            self.changed.wait_for(lambda: self.command == CMD_STOP
+                                  or self.restart_seq != seen_restart_seq
+                                  or self._closed.is_set())
+
+    def attach(self, signals: LoopSignals | None, task: Any) -> None:
+        self.signals, self.task = signals, task
+        if signals is not None:
+            self._apply(signals)
+
+    def close(self) -> None:
+        self._closed.set()
+        self._report_now.set()
+        self._thread.join(5)
+        self._client.close()
+
+    # Heartbeat thread.
+    def _heartbeat_loop(self) -> None:
+        while not self._closed.is_set():
+            self._heartbeat()
+            self._report_now.wait(HEARTBEAT_INTERVAL_S)
+            self._report_now.clear()
+        self._heartbeat()  # last word: the final state
+
+    def _heartbeat(self) -> None:
+        body = {
+            "run_id": self.run_id,
+            "generation": self.spec.generation,
+            "state": self.state.value,
+            "trace": self.trace,
+            "attempt": self.attempt,
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+        }
+        try:
+            content = httpx.Request("POST", self.url, json=body).content
+            headers = {"Content-Type": "application/json",
+                       **signing.sign_headers(self.spec.session_key,
+                                              self.spec.session_key_algorithm, content)}
+            response = self._client.post(self.url, content=content, headers=headers)
+            answer: dict[str, Any]
+            if response.status_code == 404:
+                answer = {"command": CMD_STOP, "restart_seq": self.restart_seq or 0}
+            else:
+                response.raise_for_status()
+                answer = response.json()
+        except (httpx.HTTPError, ValueError) as e:
+            # The worker may be restarting; the task keeps running. If the worker is
+            # gone for good, a new leader fences this task's producer.
+            log.debug("heartbeat for %s failed: %r", self.spec.task_label, e)
+            return
+        with self.changed:
+            self.command = str(answer.get("command", CMD_RUN))
+            self.restart_seq = int(answer.get("restart_seq", 0))
+            self.changed.notify_all()
+        if self.signals is not None:
+            self._apply(self.signals)
+
+    def _apply(self, signals: LoopSignals) -> None:
+        stop = self.command == CMD_STOP or (
+            self.running_restart_seq is not None and self.restart_seq != self.running_restart_seq)
+        if stop and not signals.stop:
+            signals.request_stop()
+            task = self.task
+            if task is not None:
+                try:
+                    task.stop()  # may wake a blocked poll(); contract: callable from any thread
+                except Exception:
+                    log.warning("task %s: stop() raised", self.spec.task_label, exc_info=True)
+        elif not stop:
+            paused = self.command == CMD_PAUSE
+            if signals.paused != paused:
+                signals.set_paused(paused)
+
+
+def _trace(exc: BaseException, spec: TaskSpec) -> str:
+    text = "".join(traceback.format_exception(exc))
+    return f"Task {spec.task_label} (connector {spec.connector}) failed:\n{text}"
+
+
+def _run_instance(spec: TaskSpec, control: SlotControl) -> Outcome | None:
+    """One task instance: startup, loop, cleanup. None means startup was abandoned."""
+    signals = LoopSignals()
+    control.running_restart_seq = control.restart_seq
+    control.attach(signals, None)
+    started = None
+    mirror = None
+    try:
+        started = start_task(spec, lambda: signals.stop)
+        control.attach(signals, started.task)
+        if signals.stop:
+            return Outcome.STOPPED
+        if started.connector_offsets_topic:
+            mirror = GlobalOffsetMirror(spec.bootstrap_servers, spec.global_offsets_topic,
+                                        spec.producer_overrides)
+        control.report(State.PAUSED if signals.paused else State.RUNNING)
+        loop = ExactlyOnceTaskLoop(
+            label=spec.task_label, connector=spec.connector, task=started.task,
+            producer=started.producer, offsets_topic=started.offsets_topic,
+            forbidden_topics=frozenset(
+                t for t in (spec.config_topic, spec.global_offsets_topic,
+                            started.connector_offsets_topic, spec.status_topic) if t),
+            key_converter=started.key_converter, value_converter=started.value_converter,
+            boundary=started.boundary, signals=signals,
+            transaction_timeout_s=started.transaction_timeout_s,
+            on_offsets_committed=mirror.submit if mirror else None,
+            on_paused=lambda p: control.report(State.PAUSED if p else State.RUNNING),
+        )
+        outcome = loop.run()
+        return outcome
+    except StartupAbandoned as e:
+        log.info("task %s: %s", spec.task_label, e)
+        return None
+    finally:
+        control.attach(None, None)
+        if started is not None:
+            _stop_task_quietly(spec, started.task)
+            started.producer.flush(5)
+        if mirror is not None:
+            mirror.close(10)
+
+
+def _stop_task_quietly(spec: TaskSpec, task: Any) -> None:
+    try:
+        task.stop()
+    except Exception:
+        log.warning("task %s: stop() raised during cleanup", spec.task_label, exc_info=True)
+
+
+def run_slot(spec: TaskSpec, attempt: int) -> str:
+    """Host task ``spec`` until told to stop. Returns how the slot ended. Never raises."""
+    control = SlotControl(spec, attempt)
+    try:
+        control.wait_for_answer()
+        if attempt > 0:
+            control.report(State.FAILED, (
+                f"Task {spec.task_label}: the process running it died (Spark re-ran its slot as "
+                f"attempt {attempt}); the open transaction, if any, was never committed. "
+                "Restart the task to resume from its last committed offsets."))
+            control.wait_for_change(control.restart_seq)
+        while control.command != CMD_STOP:
+            try:
+                outcome = _run_instance(spec, control)
+            except Exception as e:
+                control.report(State.FAILED, _trace(e, spec))
+                control.wait_for_change(control.running_restart_seq)
+                continue
+            if outcome is None:
+                return "abandoned"
+            if outcome is Outcome.FENCED:
+                return "fenced"
+            if control.command == CMD_STOP:
+                control.report(State.UNASSIGNED)
+                return "stopped"
+            control.report(State.RESTARTING)  # a restart was requested: run again
+        control.report(State.UNASSIGNED)
+        return "stopped"
+    finally:
+        control.close()
+
+
+def slot_partition(index: int, specs: Iterator[TaskSpec]) -> Iterator[tuple[int, str]]:
+    """Spark ``mapPartitionsWithIndex`` entry point: one spec per partition."""
+    from pyspark import TaskContext
+
+    ctx = TaskContext.get()
+    attempt = ctx.attemptNumber() if ctx is not None else 0
+    for spec in specs:
+        yield spec.task, run_slot(spec, attempt)

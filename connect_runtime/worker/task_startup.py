@@ -1,0 +1,227 @@
+"""Source task startup on the executor, in KIP-618's order ("Source task startup").
+
+1. Ask the leader to fence the previous generation: ``PUT /connectors/<c>/fence``.
+   Failure: the task FAILS with the leader's message as its trace.
+2. Read the config topic to the end; a task-count record must follow the latest
+   task configs and the generation must still be ours, else abandon startup.
+3. Create the connector's own offsets topic if it uses one.
+4. Create the transactional producer and ``init_transactions()`` (this also
+   aborts whatever a previous instance of this task left open).
+5. Read the config topic to the end again; abandon if a newer generation exists.
+6. Read offsets, build converters, instantiate the task, ``task.start(config)``.
+
+"Abandon" is not failure: a newer generation of tasks replaces this one, so the
+slot ends quietly and its status is left to the newer generation.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
+
+import httpx
+
+from connect_runtime.api.task import SourceTask
+from connect_runtime.config.connector_config import ConnectorConfig
+from connect_runtime.converters import Converter, load_converter
+from connect_runtime.errors import ConfigException, ConnectError, translate_kafka_error
+from connect_runtime.kafka.clients import create_admin, create_producer
+from connect_runtime.kafka.topics import ensure_topic
+from connect_runtime.storage.config_store import read_config_snapshot
+from connect_runtime.storage.offsets import TaskOffsetStorageReader
+from connect_runtime.worker import signing
+from connect_runtime.worker.boundaries import BoundaryPolicy, TaskTransactionContext
+
+if TYPE_CHECKING:
+    from confluent_kafka import Producer
+
+    from connect_runtime.worker.task_spec import TaskSpec
+
+log = logging.getLogger(__name__)
+
+# Kafka Connect's internal request timeout; fencing may wait on transaction coordinators.
+FENCE_REQUEST_TIMEOUT_S = 90.0
+CONFIG_READ_TIMEOUT_S = 60.0
+DEFAULT_TRANSACTION_TIMEOUT_MS = 60000
+
+
+class StartupAbandoned(Exception):
+    """A newer generation of task configs exists; this task must not run."""
+
+
+class StartupFailed(ConnectError):
+    """Startup cannot proceed; the message becomes the task's FAILED trace."""
+
+
+@dataclass
+class StartedTask:
+    task: SourceTask
+    producer: Producer
+    offsets_topic: str
+    connector_offsets_topic: str | None
+    key_converter: Converter
+    value_converter: Converter
+    boundary: BoundaryPolicy
+    transaction_timeout_s: float
+
+
+class _TaskContext:
+    """The :class:`~connect_runtime.api.task.SourceTaskContext` given to the task."""
+
+    def __init__(self, config: dict[str, str], reader: TaskOffsetStorageReader,
+                 txn: TaskTransactionContext | None) -> None:
+        self._config = config
+        self._reader = reader
+        self._txn = txn
+
+    @property
+    def config(self) -> dict[str, str]:
+        return self._config
+
+    @property
+    def offset_storage_reader(self) -> TaskOffsetStorageReader:
+        return self._reader
+
+    def transaction_context(self) -> TaskTransactionContext | None:
+        return self._txn
+
+
+def request_fencing(spec: TaskSpec) -> None:
+    """Step 1. Raises StartupFailed with the leader's answer if it is not 200."""
+    url = f"{spec.worker_url}/connectors/{quote(spec.connector, safe='')}/fence"
+    body = b""
+    headers = signing.sign_headers(spec.session_key, spec.session_key_algorithm, body)
+    try:
+        response = httpx.put(url, content=body, headers=headers, timeout=FENCE_REQUEST_TIMEOUT_S)
+    except httpx.HTTPError as e:
+        raise StartupFailed(f"Zombie fencing request to the leader at {url} failed: {e!r}") from e
+    if response.status_code != 200:
+        try:
+            message = response.json().get("message", response.text)
+        except ValueError:
+            message = response.text
+        raise StartupFailed(
+            f"Zombie fencing request to the leader at {url} failed with HTTP "
+            f"{response.status_code}; task startup aborted. Leader said:\n{message}")
+
+
+def check_generation(spec: TaskSpec, step: str) -> None:
+    """Steps 2 and 5: the config topic must still hold our generation, fenced."""
+    snapshot = read_config_snapshot(
+        spec.bootstrap_servers, spec.config_topic, spec.consumer_overrides,
+        timeout=CONFIG_READ_TIMEOUT_S)
+    current = snapshot.config_generation(spec.connector)
+    if current != spec.generation:
+        raise StartupAbandoned(
+            f"{step}: task configs of {spec.connector} changed (generation {spec.generation} "
+            f"-> {current}); a newer generation replaces task {spec.task_label}")
+    if snapshot.pending_fencing(spec.connector):
+        raise StartupAbandoned(
+            f"{step}: no task-count record follows the latest task configs of "
+            f"{spec.connector}; zombie fencing has not completed")
+
+
+def producer_config(spec: TaskSpec, connector_config: ConnectorConfig) -> dict[str, Any]:
+    """Task producer settings: defaults < worker producer.* < connector overrides.
+
+    ``transactional.id`` is always ``<group.id>-<connector>-<task>`` (KIP-618).
+    """
+    conf: dict[str, Any] = {
+        "bootstrap.servers": spec.bootstrap_servers,
+        "acks": "all",
+        "enable.idempotence": True,
+        "linger.ms": 5,
+        "transaction.timeout.ms": DEFAULT_TRANSACTION_TIMEOUT_MS,
+        # A deep local queue lets poll batches of 10k+ records go out without
+        # BufferError round trips.
+        "queue.buffering.max.messages": 1_000_000,
+        "queue.buffering.max.kbytes": 1_048_576,
+    }
+    conf.update(spec.producer_overrides)
+    conf.update(connector_config.client_overrides("producer"))
+    conf["transactional.id"] = spec.transactional_id
+    conf["client.id"] = f"connect-{spec.transactional_id}"
+    return conf
+
+
+def create_transactional_producer(spec: TaskSpec, conf: dict[str, Any]) -> Producer:
+    """Step 4."""
+    producer = create_producer(conf, transactional_id=spec.transactional_id)
+    timeout = float(conf.get("transaction.timeout.ms", DEFAULT_TRANSACTION_TIMEOUT_MS)) / 1000
+    try:
+        producer.init_transactions(max(timeout, 30.0))
+    except Exception as e:
+        raise translate_kafka_error(e, f"init_transactions for task {spec.task_label}") from e
+    return producer
+
+
+def load_task_class(path: str) -> type[SourceTask]:
+    module_name, _, class_name = path.rpartition(".")
+    try:
+        cls = getattr(importlib.import_module(module_name), class_name)
+    except (ImportError, AttributeError, ValueError) as e:
+        raise ConfigException(f"cannot import task class: {e}", name="task.class",
+                              value=path) from e
+    if not (isinstance(cls, type) and issubclass(cls, SourceTask)):
+        raise ConfigException("not a SourceTask subclass", name="task.class", value=path)
+    return cls
+
+
+def _converters(spec: TaskSpec, connector_config: dict[str, str]) -> tuple[Converter, Converter]:
+    out = []
+    for kind in ("key.converter", "value.converter"):
+        source = connector_config if connector_config.get(kind) else spec.worker_converters
+        class_name = source.get(kind) or "connect_runtime.converters.JsonConverter"
+        prefix = kind + "."
+        sub = {k[len(prefix):]: v for k, v in source.items() if k.startswith(prefix)}
+        out.append(load_converter(class_name, sub, kind == "key.converter", config_key=kind))
+    return out[0], out[1]
+
+
+def start_task(spec: TaskSpec, should_stop: Any) -> StartedTask:
+    """Run steps 1-6. ``should_stop()`` is checked between steps."""
+    connector_config = ConnectorConfig(spec.connector_config)
+    request_fencing(spec)  # step 1
+    check_generation(spec, "startup read of the config topic")  # step 2
+    own_topic = connector_config.offsets_storage_topic
+    if own_topic and own_topic != spec.global_offsets_topic:  # step 3
+        admin = create_admin({"bootstrap.servers": spec.bootstrap_servers}, spec.admin_overrides)
+        ensure_topic(admin, own_topic, spec.offsets_topic_partitions,
+                     spec.offsets_topic_replication_factor, compacted=True)
+    if should_stop():
+        raise StartupAbandoned("stop requested during startup")
+    conf = producer_config(spec, connector_config)
+    producer = create_transactional_producer(spec, conf)  # step 4
+    try:
+        check_generation(spec, "config topic read after creating the producer")  # step 5
+        reader = TaskOffsetStorageReader(  # step 6
+            connector=spec.connector,
+            bootstrap_servers=spec.bootstrap_servers,
+            global_topic=spec.global_offsets_topic,
+            connector_topic=own_topic if own_topic != spec.global_offsets_topic else None,
+            consumer_overrides=spec.consumer_overrides,
+        )
+        key_conv, value_conv = _converters(spec, spec.connector_config)
+        boundary_kind = connector_config.transaction_boundary.value
+        txn = TaskTransactionContext() if boundary_kind == "connector" else None
+        interval_ms = connector_config.transaction_boundary_interval_ms(
+            spec.offset_flush_interval_ms)
+        task = load_task_class(spec.task_config["task.class"])()
+        task.initialize(_TaskContext(dict(spec.task_config), reader, txn))
+        task.start(dict(spec.task_config))
+    except BaseException:
+        producer.flush(1)
+        raise
+    return StartedTask(
+        task=task,
+        producer=producer,
+        offsets_topic=own_topic or spec.global_offsets_topic,
+        connector_offsets_topic=own_topic if own_topic != spec.global_offsets_topic else None,
+        key_converter=key_conv,
+        value_converter=value_conv,
+        boundary=BoundaryPolicy(boundary_kind, interval_ms, txn),
+        transaction_timeout_s=float(conf["transaction.timeout.ms"]) / 1000,
+    )

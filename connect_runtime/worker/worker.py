@@ -1,0 +1,161 @@
+"""One worker process: internal topics, stores, herder, Spark and the REST server.
+
+Startup order matters:
+
+1. create (or check) the internal topics;
+2. read the status, offsets and config topics to the end;
+3. claim write privileges on the config topic (``init_transactions`` of
+   ``connect-cluster-<group.id>``: fences any zombie leader);
+4. start Spark in the background (a JVM start takes seconds; REST answers
+   ``/health`` with 503 "starting" meanwhile);
+5. start the herder, then serve REST until SIGTERM/SIGINT.
+
+Shutdown (SIGTERM): REST stops accepting, tasks stop gracefully with a final
+commit (``task.shutdown.graceful.timeout.ms``), then Spark and the stores stop.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+
+import uvicorn
+from fastapi import Request
+
+from connect_runtime.config.worker_config import WorkerConfig
+from connect_runtime.kafka.clients import create_admin
+from connect_runtime.kafka.topics import InternalTopicSettings, ensure_internal_topics
+from connect_runtime.storage.config_store import ConfigStore
+from connect_runtime.storage.offsets import OffsetStore
+from connect_runtime.storage.status_store import StatusStore
+from connect_runtime.worker import signing
+from connect_runtime.worker.herder import DistributedHerder
+from connect_runtime.worker.spark_runner import SparkTaskRunner
+from rest import create_app
+from rest.errors import HttpError
+from rest.routes.task_control import task_control_router
+
+log = logging.getLogger(__name__)
+
+STARTUP_READ_TIMEOUT_S = 120.0
+
+
+class _WakeOnChange:
+    """Config-topic listener: any change wakes the herder's reconcile thread."""
+
+    def __init__(self, herder: DistributedHerder) -> None:
+        self._herder = herder
+
+    def on_connector_config_update(self, name: str) -> None:
+        self._herder.wake()
+
+    def on_connector_config_remove(self, name: str) -> None:
+        self._herder.wake()
+
+    def on_task_configs_update(self, name: str) -> None:
+        self._herder.wake()
+
+    def on_target_state_change(self, name: str) -> None:
+        self._herder.wake()
+
+    def on_task_count_record(self, name: str) -> None:
+        self._herder.wake()
+
+    def on_session_key_update(self) -> None:
+        self._herder.wake()
+
+
+def configure_logging(level: str = "INFO") -> None:
+    logging.basicConfig(level=level,
+                        format="[%(asctime)s] %(levelname)s %(message)s (%(name)s)")
+    for noisy in ("py4j", "httpx", "httpcore", "uvicorn.access"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+class Worker:
+    def __init__(self, config: WorkerConfig) -> None:
+        self.config = config
+        admin = create_admin(config.client_config("admin"))
+        self.admin = admin
+        self.status_store = StatusStore.from_worker_config(config, admin=admin)
+        self.offset_store = OffsetStore.from_worker_config(config, admin=admin)
+        self.config_store = ConfigStore.from_worker_config(config, admin=admin)
+        self.runner = SparkTaskRunner(config.spark_conf(), f"connect-runtime-{config.group_id}",
+                                      on_job_failed=self._on_job_failed)
+        self.herder: DistributedHerder | None = None
+
+    def _on_job_failed(self, connector: str, generation: int, trace: str) -> None:
+        if self.herder is not None:
+            self.herder.on_job_failed(connector, generation, trace)
+
+    def start(self) -> DistributedHerder:
+        ensure_internal_topics(self.admin, InternalTopicSettings.from_worker_config(self.config))
+        cluster_id = self._cluster_id()
+        self.status_store.start(STARTUP_READ_TIMEOUT_S)
+        self.offset_store.start(STARTUP_READ_TIMEOUT_S)
+        self.config_store.start(STARTUP_READ_TIMEOUT_S)
+        self.config_store.claim_write_privileges()
+        threading.Thread(target=self._start_spark, name="spark-start", daemon=True).start()
+        herder = DistributedHerder(self.config, self.config_store, self.status_store,
+                                   self.offset_store, self.runner, cluster_id)
+        self.herder = herder
+        self.config_store.set_listener(_WakeOnChange(herder))
+        herder.start()
+        herder.started.set()
+        return herder
+
+    def _start_spark(self) -> None:
+        try:
+            self.runner.start()
+        except Exception:
+            log.exception("Spark failed to start; tasks cannot run on this worker")
+
+    def _cluster_id(self) -> str:
+        try:
+            cluster = self.admin.describe_cluster(request_timeout=30).result(timeout=30)
+            return str(cluster.cluster_id)
+        except Exception:  # describe_cluster is informational (GET /)
+            log.warning("could not describe the Kafka cluster", exc_info=True)
+            return "unknown"
+
+    def stop(self) -> None:
+        if self.herder is not None:
+            self.herder.stop()
+        self.runner.shutdown()
+        for store in (self.config_store, self.status_store, self.offset_store):
+            try:
+                store.stop()
+            except Exception:
+                log.warning("stopping %s failed", type(store).__name__, exc_info=True)
+
+
+def build_app(herder: DistributedHerder) -> Any:
+    def verify(request: Request, body: bytes) -> None:
+        try:
+            herder.verify_internal_request(dict(request.headers), body)
+        except signing.SignatureError as e:
+            log.warning("rejected internal request %s %s: %s", request.method,
+                        request.url.path, e)
+            raise HttpError(e.status, str(e)) from e
+
+    return create_app(herder, extra_routers=[task_control_router(herder)],
+                      internal_request_verifier=verify)
+
+
+def run_worker(config: WorkerConfig) -> int:
+    """Run until SIGTERM/SIGINT; returns the process exit status."""
+    configure_logging()
+    worker = Worker(config)
+    try:
+        herder = worker.start()
+        host, port = config.listener()
+        server = uvicorn.Server(uvicorn.Config(build_app(herder), host=host, port=port,
+                                               log_level="warning", lifespan="off"))
+        log.info("worker %s serving REST on %s:%d", config.worker_id, host, port)
+        server.run()  # handles SIGTERM/SIGINT by returning
+    finally:
+        log.info("worker stopping")
+        worker.stop()
+        log.info("worker stopped")
+    return 0

@@ -1,0 +1,1 @@
+"""Connectors shipped with connect-runtime (registered as entry points in pyproject.toml)."""

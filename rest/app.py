@@ -1,0 +1,85 @@
+"""Build the worker's REST application: Kafka Connect's API over a :class:`Herder`.
+
+The application only talks to the herder, never to Kafka or Spark. Herder calls
+block, so every route runs them in the thread pool and the event loop stays free
+for other requests, including forwarded ones.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from fastapi import APIRouter, FastAPI
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from connect_runtime.errors import NotLeaderException
+from connect_runtime.worker.herder_api import Herder
+from rest.errors import UnhandledErrorMiddleware, install_error_handlers
+from rest.routes import connectors, internal, lifecycle, plugins, root
+from rest.routes.forwarding import Forwarder
+from rest.routes.internal import InternalRequestVerifier
+
+__all__ = ["create_app"]
+
+# Connect's default timeout for a REST request, forwarded ones included: 90 s.
+DEFAULT_FORWARD_TIMEOUT_S = 90.0
+
+
+class _IgnoreTrailingSlash:
+    """Route ``/connectors/`` like ``/connectors``, as JAX-RS matching does.
+
+    Starlette would answer a 307 redirect instead, which clients that do not
+    follow redirects (or that would resend a body) see as a failure.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path: str = scope.get("path", "")
+        if scope["type"] == "http" and len(path) > 1 and path.endswith("/"):
+            scope = dict(scope, path=path.rstrip("/") or "/")
+            raw_path = scope.get("raw_path")
+            if raw_path:
+                scope["raw_path"] = raw_path.rstrip(b"/") or b"/"
+        await self.app(scope, receive, send)
+
+
+def create_app(
+    herder: Herder,
+    *,
+    extra_routers: Sequence[APIRouter] = (),
+    internal_request_verifier: InternalRequestVerifier | None = None,
+    forward_timeout_s: float = DEFAULT_FORWARD_TIMEOUT_S,
+) -> FastAPI:
+    """A FastAPI app serving Kafka Connect's REST API backed by ``herder``.
+
+    * ``extra_routers`` are worker-internal routes (e.g. task control for Spark
+      executors). Like ``PUT /connectors/<name>/fence`` they are left out of
+      ``/openapi.json``; they get the same error mapping and forwarding as every
+      other route (raise :class:`NotLeaderException` to forward).
+    * ``internal_request_verifier(request, raw_body)`` checks the signature of
+      internal requests and raises to refuse one; None accepts every request.
+    * ``forward_timeout_s`` bounds each request forwarded to the leader.
+
+    Every error answers ``{"error_code": <status>, "message": <text>}``; see
+    :mod:`rest.errors` for the mapping and :mod:`rest.routes.forwarding` for the
+    two-hop forwarding rule.
+    """
+    app = FastAPI(
+        title="connect-runtime",
+        summary="Kafka Connect's REST API, for exactly-once source connectors on Spark",
+    )
+    app.state.herder = herder
+    app.state.internal_request_verifier = internal_request_verifier
+
+    install_error_handlers(app)
+    app.add_exception_handler(NotLeaderException, Forwarder(forward_timeout_s).handle)
+    app.add_middleware(UnhandledErrorMiddleware)
+    app.add_middleware(_IgnoreTrailingSlash)
+
+    for public in (root.router, connectors.router, lifecycle.router, plugins.router):
+        app.include_router(public)
+    for hidden in (internal.router, *extra_routers):
+        app.include_router(hidden, include_in_schema=False)
+    return app

@@ -1,0 +1,181 @@
+"""Connector configuration: list, create, read, reconfigure, delete; task configs; offsets.
+
+Shapes and codes follow Kafka Connect's ``ConnectorsResource``:
+
+* ``GET /connectors`` -> names; with any ``expand`` parameter, ``{name: {...}}`` holding
+  only the requested ``status`` / ``info`` keys (unknown expansions are ignored).
+* ``POST /connectors`` -> 201, ``Location: /connectors/<name>``, ConnectorInfo.
+* ``PUT /connectors/<name>/config`` -> 201 + Location when created, else 200.
+* ``PATCH /connectors/<name>/config`` -> 200; null values remove keys.
+* ``DELETE /connectors/<name>`` -> 204.
+
+Lifecycle operations (status, restart, pause, ...) live in ``rest.routes.lifecycle``.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Request, Response
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import JSONResponse
+
+from connect_runtime.errors import BadRequestException, NotFoundException
+from connect_runtime.worker.herder_api import Herder
+from rest.routes.bodies import (
+    CONFIG_MAP_SCHEMA,
+    config_map,
+    config_patch,
+    openapi_body,
+    optional_string,
+    read_json,
+    read_json_object,
+)
+from rest.routes.params import HerderDep, check_connector_name, connector_location, java_trim
+
+log = logging.getLogger(__name__)
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/connectors", tags=["connectors"])
+
+NAME_CONFIG = "name"
+_INITIAL_STATES = ("RUNNING", "PAUSED", "STOPPED")
+_CREATE_FIELDS = ("name", "config", "initial_state")
+_CREATE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["name", "config"],
+    "properties": {
+        "name": {"type": "string"},
+        "config": CONFIG_MAP_SCHEMA,
+        "initial_state": {"type": "string", "enum": list(_INITIAL_STATES)},
+    },
+}
+
+
+def _expanded_listing(herder: Herder, expansions: list[str]) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for name in herder.connectors():
+        entry: dict[str, Any] = {}
+        try:
+            for expansion in expansions:
+                if expansion == "status":
+                    entry["status"] = herder.connector_status(name).to_dict()
+                elif expansion == "info":
+                    entry["info"] = herder.connector_info(name).to_dict()
+                else:
+                    log.info("Ignoring unknown expansion type %s", expansion)
+        except NotFoundException:
+            # Deleted while we were listing: Connect leaves it out rather than fail.
+            log.debug("Connector %s vanished while listing connectors", name)
+            continue
+        out[name] = entry
+    return out
+
+
+@router.get("", summary="List connectors, optionally expanded with status and/or info")
+async def list_connectors(
+    herder: HerderDep,
+    expand: Annotated[
+        list[str] | None, Query(description="'status' and/or 'info'; repeatable")
+    ] = None,
+) -> JSONResponse:
+    # Presence decides the shape, as in Connect: "?expand" alone (or an unknown
+    # expansion) still yields the map form, with empty entries.
+    if expand is not None:
+        return JSONResponse(await run_in_threadpool(_expanded_listing, herder, expand))
+    return JSONResponse(await run_in_threadpool(herder.connectors))
+
+
+def _check_and_put_name(name: str, config: dict[str, str]) -> None:
+    """Connect's rule: a ``name`` inside the config must equal the connector's name."""
+    included = config.get(NAME_CONFIG)
+    if included is None:
+        config[NAME_CONFIG] = name
+    elif included != name:
+        raise BadRequestException(
+            f"Connector name configuration ({included}) doesn't match connector name "
+            f"in the URL ({name})")
+
+
+def _initial_state(body: dict[str, Any]) -> str | None:
+    state = optional_string(body, "initial_state")
+    if state is None:
+        return None
+    # Connect's enum binding upper-cases first, so "paused" is accepted.
+    if state.upper() not in _INITIAL_STATES:
+        raise BadRequestException(
+            f"Invalid value for field 'initial_state': expected one of "
+            f"{', '.join(_INITIAL_STATES)}, got '{state}'")
+    return state.upper()
+
+
+@router.post("", status_code=201, summary="Create a connector",
+             openapi_extra=openapi_body(_CREATE_SCHEMA))
+async def create_connector(request: Request, herder: HerderDep) -> JSONResponse:
+    body = await read_json_object(request)
+    unknown = [field for field in body if field not in _CREATE_FIELDS]
+    if unknown:
+        raise BadRequestException(
+            f"Unrecognized field(s) {', '.join(repr(f) for f in unknown)} in request body; "
+            f"expected {', '.join(_CREATE_FIELDS)}")
+    name = java_trim(optional_string(body, "name") or "")
+    if body.get("config") is None:
+        raise BadRequestException("Missing required field 'config' in request body")
+    config = config_map(body["config"], "Invalid value for field 'config'")
+    initial_state = _initial_state(body)
+    check_connector_name(name)
+    _check_and_put_name(name, config)
+    info = await run_in_threadpool(herder.create_connector, name, config, initial_state)
+    return JSONResponse(info.to_dict(), 201, headers={"Location": connector_location(name)})
+
+
+@router.get("/{name}", summary="A connector's config, tasks and type")
+async def get_connector(name: str, herder: HerderDep) -> JSONResponse:
+    info = await run_in_threadpool(herder.connector_info, name)
+    return JSONResponse(info.to_dict())
+
+
+@router.delete("/{name}", status_code=204, summary="Delete a connector")
+async def delete_connector(name: str, herder: HerderDep) -> Response:
+    await run_in_threadpool(herder.delete_connector, name)
+    return Response(status_code=204)
+
+
+@router.get("/{name}/config", summary="A connector's configuration")
+async def get_connector_config(name: str, herder: HerderDep) -> JSONResponse:
+    return JSONResponse(await run_in_threadpool(herder.connector_config, name))
+
+
+@router.put("/{name}/config", summary="Create or reconfigure a connector",
+            openapi_extra=openapi_body(CONFIG_MAP_SCHEMA))
+async def put_connector_config(name: str, request: Request, herder: HerderDep) -> JSONResponse:
+    config = config_map(await read_json(request), "Invalid request body")
+    check_connector_name(name)
+    _check_and_put_name(name, config)
+    created, info = await run_in_threadpool(herder.put_connector_config, name, config)
+    if created:
+        return JSONResponse(info.to_dict(), 201, headers={"Location": connector_location(name)})
+    return JSONResponse(info.to_dict(), 200)
+
+
+@router.patch("/{name}/config", summary="Merge keys into a connector's configuration",
+              openapi_extra=openapi_body({"type": "object",
+                                          "additionalProperties": {"type": ["string", "null"]}}))
+async def patch_connector_config(name: str, request: Request, herder: HerderDep) -> JSONResponse:
+    patch = config_patch(await read_json(request), "Invalid request body")
+    info = await run_in_threadpool(herder.patch_connector_config, name, patch)
+    return JSONResponse(info.to_dict())
+
+
+@router.get("/{name}/tasks", summary="A connector's tasks and their configurations")
+async def get_task_configs(name: str, herder: HerderDep) -> JSONResponse:
+    tasks = await run_in_threadpool(herder.task_configs, name)
+    return JSONResponse([task.to_dict() for task in tasks])
+
+
+@router.get("/{name}/offsets", summary="A connector's committed source offsets")
+async def get_offsets(name: str, herder: HerderDep) -> JSONResponse:
+    offsets = await run_in_threadpool(herder.connector_offsets, name)
+    return JSONResponse({"offsets": offsets})

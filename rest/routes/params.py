@@ -1,0 +1,87 @@
+"""Path, query and dependency helpers shared by the route modules.
+
+Parameters are parsed here rather than by FastAPI's typed parameters, because a
+typed parameter that fails to parse answers 422, and Connect answers differently:
+a bad path parameter is a 404 (JAX-RS), a bad boolean query parameter is simply
+``false`` (Java's ``Boolean.valueOf``).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, cast
+from urllib.parse import quote
+
+from fastapi import Depends, HTTPException, Request
+
+from connect_runtime.errors import BadRequestException
+from connect_runtime.worker.herder_api import Herder
+
+__all__ = [
+    "HerderDep",
+    "check_connector_name",
+    "connector_location",
+    "java_bool",
+    "java_trim",
+    "task_id",
+]
+
+# Java's Integer range: Jersey cannot bind anything outside it to an Integer.
+_INT_MIN, _INT_MAX = -(2**31), 2**31 - 1
+_JAVA_INTEGER = re.compile(r"[+-]?[0-9]+")
+
+# Characters RFC 3986 allows unescaped inside one path segment, apart from the
+# unreserved ones quote() always keeps. "/" is deliberately absent: a connector
+# named "a/b" must come back as one segment.
+_SEGMENT_SAFE = "!$&'()*+,;=:@"
+
+_JAVA_TRIMMED = "".join(chr(code) for code in range(0x21))
+
+
+def get_herder(request: Request) -> Herder:
+    """The herder ``create_app`` stored on the application."""
+    return cast(Herder, request.app.state.herder)
+
+
+HerderDep = Annotated[Herder, Depends(get_herder)]
+
+
+def java_bool(value: str | None, default: bool) -> bool:
+    """Java ``Boolean.valueOf`` semantics: only "true" (any case) is true; absent -> default."""
+    if value is None:
+        return default
+    return value.lower() == "true"
+
+
+def java_trim(text: str) -> str:
+    """Java ``String.trim``: strips every character up to U+0020, not just whitespace."""
+    return text.strip(_JAVA_TRIMMED)
+
+
+def task_id(raw: str) -> int:
+    """A task number from the path; anything Java's Integer cannot hold is a 404, as in Jersey."""
+    if not _JAVA_INTEGER.fullmatch(raw):
+        raise HTTPException(status_code=404)
+    number = int(raw)
+    if not _INT_MIN <= number <= _INT_MAX:
+        raise HTTPException(status_code=404)
+    return number
+
+
+def connector_location(name: str) -> str:
+    """The ``Location`` header value for a connector: ``/connectors/<url-encoded name>``."""
+    return "/connectors/" + quote(name, safe=_SEGMENT_SAFE)
+
+
+def _is_iso_control(char: str) -> bool:
+    # Java's Character.isISOControl: C0 controls, DEL and C1 controls.
+    code = ord(char)
+    return code <= 0x1F or 0x7F <= code <= 0x9F
+
+
+def check_connector_name(name: str) -> None:
+    """Raise 400 if ``name`` is empty or contains ISO control characters."""
+    if not name:
+        raise BadRequestException("Connector name may not be empty")
+    if any(_is_iso_control(c) for c in name):
+        raise BadRequestException("Connector name should not contain ISO control characters")

@@ -1,0 +1,164 @@
+"""WorkerConfig from a .properties file plus CONNECT_* overrides, and the properties parser."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+
+from connect_runtime.config.properties import (
+    env_key_to_property,
+    env_overrides,
+    load_properties_file,
+    parse_properties,
+)
+from connect_runtime.config.worker_config import WorkerConfig
+from connect_runtime.errors import ConfigException
+
+MINIMAL = {
+    "group.id": "cluster-a",
+    "config.storage.topic": "cfg",
+    "offset.storage.topic": "offs",
+    "status.storage.topic": "stat",
+}
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "worker.properties"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_from_file_with_env_overrides(tmp_path: Path) -> None:
+    path = write(tmp_path, """
+# a Connect worker
+bootstrap.servers=broker1:9092, broker2:9092
+group.id: from-file
+config.storage.topic=cfg
+offset.storage.topic=offs
+status.storage.topic=stat
+offset.flush.interval.ms=10000
+""")
+    env = {"CONNECT_GROUP_ID": "from-env", "CONNECT_OFFSET_FLUSH_INTERVAL_MS": "2500",
+           "PATH": "/usr/bin", "CONNECT_": "ignored"}
+    config = WorkerConfig.from_file(str(path), environ=env)
+    assert config.group_id == "from-env"
+    assert config["offset.flush.interval.ms"] == 2500
+    assert config.bootstrap_servers == "broker1:9092,broker2:9092"
+    assert config.eos_enabled  # this project's default
+    assert config["config.storage.replication.factor"] == 3
+
+
+def test_file_without_env_keeps_file_values(tmp_path: Path) -> None:
+    path = write(tmp_path, "\n".join(f"{k}={v}" for k, v in MINIMAL.items()))
+    assert WorkerConfig.from_file(str(path)).group_id == "cluster-a"
+
+
+def test_missing_group_id_names_the_key() -> None:
+    props = {k: v for k, v in MINIMAL.items() if k != "group.id"}
+    with pytest.raises(ConfigException) as info:
+        WorkerConfig(props)
+    assert info.value.name == "group.id"
+    assert "group.id" in str(info.value)
+
+
+def test_invalid_eos_mode_names_the_key() -> None:
+    with pytest.raises(ConfigException, match=r"exactly\.once\.source\.support"):
+        WorkerConfig({**MINIMAL, "exactly.once.source.support": "ENABLED"})
+
+
+def test_missing_file_is_a_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigException, match="cannot read worker config file"):
+        load_properties_file(tmp_path / "absent.properties")
+
+
+def test_framework_owned_client_keys_are_ignored_with_a_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level(logging.WARNING):
+        config = WorkerConfig({**MINIMAL, "producer.transactional.id": "mine",
+                               "producer.linger.ms": "7", "consumer.isolation.level": "x"})
+    assert "producer.transactional.id" in caplog.text
+    assert config.client_config("producer") == {
+        "bootstrap.servers": "localhost:9092", "linger.ms": "7"}
+    assert "isolation.level" not in config.client_config("consumer")
+
+
+def test_spark_conf_and_listener() -> None:
+    config = WorkerConfig({**MINIMAL, "spark.executor.cores": "2",
+                           "listeners": "http://127.0.0.1:18083"})
+    assert config.spark_conf() == {"spark.executor.cores": "2", "spark.master": "local[*]"}
+    assert config.listener() == ("127.0.0.1", 18083)
+    assert config.advertised_url() == "http://127.0.0.1:18083"
+    with pytest.raises(ConfigException, match="listeners"):
+        WorkerConfig({**MINIMAL, "listeners": "https://:8443"}).listener()
+
+
+# --- properties parsing -----------------------------------------------------
+
+
+def test_comments_blank_lines_and_separators() -> None:
+    text = "\n".join([
+        "# comment",
+        "! also a comment",
+        "   ",
+        "a=1",
+        "b: 2",
+        "c 3",
+        "d   =   4",
+        "e=x=y",
+        "f",
+        "g=",
+        "  h = trailing kept ",
+    ])
+    assert parse_properties(text) == {
+        "a": "1", "b": "2", "c": "3", "d": "4", "e": "x=y", "f": "", "g": "",
+        "h": "trailing kept ",
+    }
+
+
+def test_continuation_lines() -> None:
+    text = "list=a,\\\n    b,\\\n    c\nnext=1\nlit=ends with backslash\\\\\nafter=2\n"
+    assert parse_properties(text) == {
+        "list": "a,b,c", "next": "1", "lit": "ends with backslash\\", "after": "2"}
+
+
+def test_continuation_line_starting_with_hash_is_not_a_comment() -> None:
+    assert parse_properties("k=one\\\n  #two") == {"k": "one#two"}
+
+
+def test_escapes() -> None:
+    text = "tab=a\\tb\nnl=a\\nb\nuni=\\u0041\\u00e9\nkey\\=with\\:seps\\ inside=v\npath=C:\\\\dir"
+    assert parse_properties(text) == {
+        "tab": "a\tb", "nl": "a\nb", "uni": "A\u00e9", "key=with:seps inside": "v",
+        "path": "C:\\dir",
+    }
+
+
+def test_escaped_backslash_before_separator() -> None:
+    # java.util.Properties: "a\\=b" is key "a\" and value "b".
+    assert parse_properties("a\\\\=b") == {"a\\": "b"}
+
+
+def test_line_with_value_but_no_key_names_file_and_line() -> None:
+    with pytest.raises(ConfigException, match=r"w\.properties:2"):
+        parse_properties("ok=1\n=orphan", "w.properties")
+
+
+@pytest.mark.parametrize(
+    ("env", "prop"),
+    [
+        ("CONNECT_BOOTSTRAP_SERVERS", "bootstrap.servers"),
+        ("CONNECT_OFFSET_FLUSH_INTERVAL_MS", "offset.flush.interval.ms"),
+        ("CONNECT_SPARK_EXECUTOR__CORES", "spark.executor_cores"),
+        ("CONNECT_SOME___DASHED_KEY", "some-dashed.key"),
+    ],
+)
+def test_env_key_to_property(env: str, prop: str) -> None:
+    assert env_key_to_property(env) == prop
+
+
+def test_env_overrides_only_take_connect_prefixed_names() -> None:
+    assert env_overrides({"CONNECT_GROUP_ID": "g", "HOME": "/root", "CONNECT_": "x"}) == {
+        "group.id": "g"}

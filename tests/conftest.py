@@ -1,0 +1,69 @@
+"""Fixtures shared by the whole suite.
+
+* ``kafka_bootstrap``: one real Apache Kafka broker per test session, started
+  with ``deploy/kafka.sh`` on free loopback ports and stopped at the end. Set
+  ``CONNECT_TEST_BOOTSTRAP=host:port`` to reuse a broker you already run.
+* ``unique_name``: a fresh name per test, for topics, group ids and connectors,
+  so tests sharing the broker never see each other's data.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import tempfile
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def free_port_pair() -> int:
+    """A port p such that p and p+1 are both free (broker + KRaft controller)."""
+    for _ in range(50):
+        p = free_port()
+        try:
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", p + 1))
+            return p
+        except OSError:
+            continue
+    raise RuntimeError("no free port pair on 127.0.0.1")
+
+
+@pytest.fixture(scope="session")
+def kafka_bootstrap() -> Iterator[str]:
+    existing = os.environ.get("CONNECT_TEST_BOOTSTRAP")
+    if existing:
+        yield existing
+        return
+    port = free_port_pair()
+    data_dir = tempfile.mkdtemp(prefix="connect-test-kafka-")
+    env = dict(os.environ, KAFKA_DATA_DIR=data_dir, KAFKA_PORT=str(port))
+    script = str(REPO / "deploy" / "kafka.sh")
+    subprocess.run(["bash", script, "start"], env=env, check=True, stdout=subprocess.DEVNULL)
+    try:
+        yield f"127.0.0.1:{port}"
+    finally:
+        subprocess.run(["bash", script, "stop"], env=env, check=False)
+
+
+@pytest.fixture
+def unique_name(request: pytest.FixtureRequest) -> Callable[[str], str]:
+    """``unique_name("out")`` -> ``"out-test_foo-1a2b3c"``, distinct per call."""
+    test = request.node.name.replace("[", "-").replace("]", "").replace("/", "-")[:40]
+
+    def make(prefix: str) -> str:
+        return f"{prefix}-{test}-{uuid.uuid4().hex[:8]}"
+
+    return make

@@ -1,0 +1,29 @@
+"""One real worker (Spark local[8]) shared by the end-to-end tests of a session.
+
+Tests create connectors with unique names and topics, so they do not see each
+other's data; a test that needs its own worker (for instance to kill it) starts
+one with :class:`harness.WorkerProcess`.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from harness import WorkerProcess, free_port
+
+
+@pytest.fixture(scope="session")
+def worker(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory,
+           ) -> Iterator[WorkerProcess]:
+    workdir: Path = tmp_path_factory.mktemp("worker")
+    proc = WorkerProcess(kafka_bootstrap, f"e2e-{uuid.uuid4().hex[:8]}", free_port(), workdir)
+    proc.start()
+    try:
+        yield proc
+    finally:
+        code = proc.stop()
+        # A clean SIGTERM shutdown is part of the contract.
+        assert code == 0, f"worker exited with {code} on SIGTERM:\n{proc.tail()}"

@@ -1,0 +1,258 @@
+"""An in-memory :class:`Herder` for unit tests of the REST layer's HTTP shapes and codes.
+
+It claims nothing about Kafka: connectors live in a dict, every task is RUNNING
+unless told otherwise. Tests steer it with three knobs:
+
+* ``fail["method_name"] = exc``: that method raises ``exc``;
+* ``leader_url``: when ``is_leader`` is False, every leader-only method (writes,
+  fencing) raises ``NotLeaderException(leader_url)``;
+* ``ghosts``: names ``connectors()`` lists but every lookup says do not exist
+  (a connector deleted in the middle of a listing).
+
+``calls`` records ``(method, args)`` for every call, in order.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from connect_runtime.errors import (
+    AlreadyExistsException,
+    BadRequestException,
+    NotFoundException,
+    NotLeaderException,
+)
+from connect_runtime.worker.herder_api import (
+    ConnectorInfo,
+    ConnectorStateInfo,
+    ConnectorTaskId,
+    HealthInfo,
+    PluginInfo,
+    ServerInfo,
+    StateInfo,
+    TaskInfo,
+    TaskStateInfo,
+)
+
+WORKER_ID = "127.0.0.1:8083"
+SEQUENCE_CLASS = "connectors.sequence.SequenceSourceConnector"
+
+
+@dataclass
+class FakeConfigInfos:
+    """Enough of Connect's ConfigInfos for the validate endpoint."""
+
+    name: str
+    errors: dict[str, list[str]]
+
+    @property
+    def error_count(self) -> int:
+        return sum(len(e) for e in self.errors.values())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "error_count": self.error_count,
+            "groups": ["Common"],
+            "configs": [
+                {"definition": {"name": key}, "value": {"name": key, "errors": errs}}
+                for key, errs in self.errors.items()
+            ],
+        }
+
+
+@dataclass
+class _Connector:
+    config: dict[str, str]
+    state: str = "RUNNING"
+    task_states: dict[int, str] = field(default_factory=dict)
+
+
+class FakeHerder:
+    """See the module docstring."""
+
+    def __init__(self, *, is_leader: bool = True, leader_url: str | None = None) -> None:
+        self.is_leader = is_leader
+        self.leader_url = leader_url
+        self.fail: dict[str, BaseException] = {}
+        self.ghosts: set[str] = set()
+        self.calls: list[tuple[str, tuple[Any, ...]]] = []
+        self.health_info = HealthInfo("healthy", "Worker has completed startup")
+        self.plugins = [
+            PluginInfo(SEQUENCE_CLASS, "source", "0.1.0"),
+            PluginInfo("connect_runtime.transforms.InsertField", "transformation", "0.1.0"),
+        ]
+        self._connectors: dict[str, _Connector] = {}
+        self._lock = threading.Lock()
+
+    # -- steering ---------------------------------------------------------------
+
+    def add(self, name: str, config: dict[str, str] | None = None) -> None:
+        """Create ``name`` directly, bypassing leadership and call recording."""
+        config = dict(config or {"connector.class": SEQUENCE_CLASS, "tasks.max": "2"})
+        config.setdefault("name", name)
+        with self._lock:
+            self._connectors[name] = _Connector(config, task_states=self._tasks_for(config))
+
+    def _enter(self, method: str, *args: Any, leader_only: bool = False) -> None:
+        with self._lock:
+            self.calls.append((method, args))
+        if method in self.fail:
+            raise self.fail[method]
+        if leader_only and not self.is_leader:
+            raise NotLeaderException("Only the leader may do this", self.leader_url)
+
+    def _get(self, name: str) -> _Connector:
+        connector = self._connectors.get(name)
+        if connector is None:
+            raise NotFoundException(f"Connector {name} not found")
+        return connector
+
+    @staticmethod
+    def _tasks_for(config: dict[str, str]) -> dict[int, str]:
+        return {n: "RUNNING" for n in range(int(config.get("tasks.max", "1")))}
+
+    def _info(self, name: str) -> ConnectorInfo:
+        connector = self._get(name)
+        tasks = [ConnectorTaskId(name, n) for n in sorted(connector.task_states)]
+        return ConnectorInfo(name, dict(connector.config), tasks)
+
+    def _status(self, name: str) -> ConnectorStateInfo:
+        connector = self._get(name)
+        tasks = [TaskStateInfo(n, s, WORKER_ID) for n, s in sorted(connector.task_states.items())]
+        return ConnectorStateInfo(name, StateInfo(connector.state, WORKER_ID), tasks)
+
+    # -- Herder -------------------------------------------------------------------
+
+    def server_info(self) -> ServerInfo:
+        self._enter("server_info")
+        return ServerInfo("0.1.0", "abc123", "cluster-id-1")
+
+    def health(self) -> HealthInfo:
+        self._enter("health")
+        return self.health_info
+
+    def connectors(self) -> list[str]:
+        self._enter("connectors")
+        return sorted([*self._connectors, *self.ghosts])
+
+    def connector_info(self, name: str) -> ConnectorInfo:
+        self._enter("connector_info", name)
+        return self._info(name)
+
+    def connector_config(self, name: str) -> dict[str, str]:
+        self._enter("connector_config", name)
+        return dict(self._get(name).config)
+
+    def connector_status(self, name: str) -> ConnectorStateInfo:
+        self._enter("connector_status", name)
+        return self._status(name)
+
+    def task_status(self, name: str, task: int) -> TaskStateInfo:
+        self._enter("task_status", name, task)
+        connector = self._get(name)
+        if task not in connector.task_states:
+            raise NotFoundException(f"Task {name}-{task} not found")
+        return TaskStateInfo(task, connector.task_states[task], WORKER_ID)
+
+    def task_configs(self, name: str) -> list[TaskInfo]:
+        self._enter("task_configs", name)
+        connector = self._get(name)
+        return [
+            TaskInfo(ConnectorTaskId(name, n), {"task.id": str(n)})
+            for n in sorted(connector.task_states)
+        ]
+
+    def create_connector(
+        self, name: str, config: dict[str, str], initial_state: str | None = None
+    ) -> ConnectorInfo:
+        self._enter("create_connector", name, dict(config), initial_state, leader_only=True)
+        if name in self._connectors:
+            raise AlreadyExistsException(f"Connector {name} already exists")
+        if "connector.class" not in config:
+            raise BadRequestException("Connector config is missing connector.class")
+        state = {"PAUSED": "PAUSED", "STOPPED": "STOPPED"}.get(initial_state or "", "RUNNING")
+        self._connectors[name] = _Connector(dict(config), state, self._tasks_for(config))
+        return self._info(name)
+
+    def put_connector_config(self, name: str, config: dict[str, str]) -> tuple[bool, ConnectorInfo]:
+        self._enter("put_connector_config", name, dict(config), leader_only=True)
+        created = name not in self._connectors
+        self._connectors[name] = _Connector(dict(config), task_states=self._tasks_for(config))
+        return created, self._info(name)
+
+    def patch_connector_config(self, name: str, patch: dict[str, str | None]) -> ConnectorInfo:
+        self._enter("patch_connector_config", name, dict(patch), leader_only=True)
+        connector = self._get(name)
+        for key, value in patch.items():
+            if value is None:
+                connector.config.pop(key, None)
+            else:
+                connector.config[key] = value
+        return self._info(name)
+
+    def delete_connector(self, name: str) -> None:
+        self._enter("delete_connector", name, leader_only=True)
+        self._get(name)
+        del self._connectors[name]
+
+    def restart_connector(
+        self, name: str, include_tasks: bool, only_failed: bool
+    ) -> ConnectorStateInfo:
+        self._enter("restart_connector", name, include_tasks, only_failed, leader_only=True)
+        status = self._status(name)
+        if not only_failed or status.connector.state == "FAILED":
+            status.connector.state = "RESTARTING"
+        if include_tasks:
+            for task in status.tasks:
+                if not only_failed or task.state == "FAILED":
+                    task.state = "RESTARTING"
+        return status
+
+    def restart_task(self, name: str, task: int) -> None:
+        self._enter("restart_task", name, task, leader_only=True)
+        if task not in self._get(name).task_states:
+            raise NotFoundException(f"Task {name}-{task} not found")
+
+    def pause_connector(self, name: str) -> None:
+        self._enter("pause_connector", name, leader_only=True)
+        self._get(name).state = "PAUSED"
+
+    def resume_connector(self, name: str) -> None:
+        self._enter("resume_connector", name, leader_only=True)
+        self._get(name).state = "RUNNING"
+
+    def stop_connector(self, name: str) -> None:
+        self._enter("stop_connector", name, leader_only=True)
+        self._get(name).state = "STOPPED"
+
+    def connector_offsets(self, name: str) -> list[dict[str, Any]]:
+        self._enter("connector_offsets", name)
+        self._get(name)
+        return [{"partition": {"task": 0}, "offset": {"seq": 41}}]
+
+    def connector_plugins(self) -> list[PluginInfo]:
+        self._enter("connector_plugins")
+        return list(self.plugins)
+
+    def plugin_config(self, plugin: str) -> list[dict[str, Any]]:
+        self._enter("plugin_config", plugin)
+        if plugin not in (SEQUENCE_CLASS, "SequenceSourceConnector", "SequenceSource"):
+            raise NotFoundException(f"Unknown plugin {plugin}")
+        return [{"name": "topic", "type": "STRING", "required": True, "default_value": None,
+                 "importance": "HIGH", "documentation": "Output topic", "group": None,
+                 "width": "NONE", "display_name": "topic", "dependents": [],
+                 "order": -1}]
+
+    def validate_connector_config(
+        self, plugin: str | None, config: dict[str, str]
+    ) -> FakeConfigInfos:
+        self._enter("validate_connector_config", plugin, dict(config))
+        errors = {} if "topic" in config else {"topic": ["Missing required configuration"]}
+        return FakeConfigInfos(config.get("connector.class", plugin or ""), errors)
+
+    def fence_zombies(self, name: str) -> None:
+        self._enter("fence_zombies", name, leader_only=True)
+        self._get(name)

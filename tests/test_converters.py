@@ -1,0 +1,134 @@
+"""Converters: what bytes reach Kafka for a key or value."""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+import orjson
+import pytest
+
+from connect_runtime.converters import (
+    ByteArrayConverter,
+    Converter,
+    JsonConverter,
+    StringConverter,
+    load_converter,
+)
+from connect_runtime.errors import ConfigException, DataException
+
+
+def test_json_is_schemaless_by_default() -> None:
+    c = JsonConverter()
+    c.configure({}, is_key=False)
+    assert orjson.loads(c.from_connect("t", {"a": [1, 2.5, None, "x"]}) or b"") == {
+        "a": [1, 2.5, None, "x"]}
+    assert c.from_connect("t", "s") == b'"s"'
+    assert c.from_connect("t", None) is None
+
+
+def test_json_envelope_when_schemas_enabled() -> None:
+    c = load_converter("org.apache.kafka.connect.json.JsonConverter",
+                       {"schemas.enable": "TRUE"}, is_key=False)
+    body = c.from_connect("t", {"seq": 1}) or b""
+    assert orjson.loads(body) == {"schema": None, "payload": {"seq": 1}}
+    assert c.from_connect("t", None) is None  # a tombstone stays a tombstone
+
+
+def test_json_passes_bytes_through_unchanged() -> None:
+    c = JsonConverter()
+    raw = b'{"already":"json"}'
+    assert c.from_connect("t", raw) is raw
+    assert c.from_connect("t", bytearray(b"ab")) == b"ab"
+
+
+def test_json_unserializable_value_names_the_topic() -> None:
+    with pytest.raises(DataException, match="orders"):
+        JsonConverter().from_connect("orders", {"when": object()})
+    with pytest.raises(DataException, match="orders"):
+        JsonConverter().from_connect("orders", {1: "int keys are not JSON"})
+
+
+def test_json_bad_schemas_enable_names_the_key() -> None:
+    with pytest.raises(ConfigException, match=r"schemas\.enable"):
+        JsonConverter().configure({"schemas.enable": "yes"}, is_key=True)
+
+
+def test_json_handles_datetimes() -> None:
+    value = {"at": datetime.datetime(2024, 1, 2, 3, 4, 5, tzinfo=datetime.UTC)}
+    assert JsonConverter().from_connect("t", value) == b'{"at":"2024-01-02T03:04:05+00:00"}'
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [("héllo", "héllo".encode()), (42, b"42"), (b"\x00raw", b"\x00raw"), (None, None)],
+)
+def test_string_converter(value: Any, expected: bytes | None) -> None:
+    assert StringConverter().from_connect("t", value) == expected
+
+
+def test_string_converter_encoding() -> None:
+    c = load_converter("org.apache.kafka.connect.storage.StringConverter",
+                       {"converter.encoding": "latin-1"}, is_key=True)
+    assert c.from_connect("t", "é") == b"\xe9"
+    with pytest.raises(DataException, match="topic t"):
+        c.from_connect("t", "€")
+    with pytest.raises(ConfigException, match=r"converter\.encoding"):
+        StringConverter().configure({"converter.encoding": "klingon"}, is_key=False)
+
+
+def test_byte_array_converter() -> None:
+    c = ByteArrayConverter()
+    raw = b"abc"
+    assert c.from_connect("t", raw) is raw
+    assert c.from_connect("t", bytearray(b"x")) == b"x"
+    assert c.from_connect("t", memoryview(b"yz")) == b"yz"
+    assert c.from_connect("t", None) is None
+    with pytest.raises(DataException, match="str"):
+        c.from_connect("t", "text")
+
+
+@pytest.mark.parametrize(
+    ("name", "cls"),
+    [
+        ("connect_runtime.converters.JsonConverter", JsonConverter),
+        ("org.apache.kafka.connect.storage.StringConverter", StringConverter),
+        ("org.apache.kafka.connect.converters.ByteArrayConverter", ByteArrayConverter),
+        (" StringConverter ", StringConverter),
+    ],
+)
+def test_load_converter_names(name: str, cls: type) -> None:
+    converter = load_converter(name, {}, is_key=False)
+    assert type(converter) is cls
+    assert isinstance(converter, Converter)
+
+
+class Upper:
+    """A user converter found by module path."""
+
+    def configure(self, configs: dict[str, str], is_key: bool) -> None:
+        self.suffix = configs.get("suffix", "") + ("-key" if is_key else "")
+
+    def from_connect(self, topic: str, value: Any) -> bytes | None:
+        return None if value is None else (str(value).upper() + self.suffix).encode()
+
+
+def test_load_user_converter_by_path_and_configure_it() -> None:
+    c = load_converter(f"{__name__}.Upper", {"suffix": "!"}, is_key=True)
+    assert c.from_connect("t", "a") == b"A!-key"
+
+
+@pytest.mark.parametrize("is_key", [True, False])
+def test_unknown_converter_names_the_config_key(is_key: bool) -> None:
+    key = "key.converter" if is_key else "value.converter"
+    with pytest.raises(ConfigException) as info:
+        load_converter("io.confluent.connect.avro.AvroConverter", {}, is_key=is_key)
+    assert info.value.name == key
+    assert "JsonConverter" in str(info.value)  # lists what is available
+
+
+def test_non_converter_class_is_rejected_with_the_given_key() -> None:
+    with pytest.raises(ConfigException) as info:
+        load_converter("collections.OrderedDict", {}, is_key=False,
+                       config_key="worker value.converter")
+    assert info.value.name == "worker value.converter"

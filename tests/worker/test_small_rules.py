@@ -1,0 +1,57 @@
+"""Pure rules of the worker: states, Spark master rewrite, fencing, request signing."""
+
+from __future__ import annotations
+
+import base64
+
+import pytest
+
+from connect_runtime.worker import signing
+from connect_runtime.worker.fencing import task_count_needs_fencing, transactional_ids
+from connect_runtime.worker.spark_runner import effective_master
+from connect_runtime.worker.states import IllegalStateTransition, State, check_transition
+
+
+def test_state_transitions_are_guarded() -> None:
+    assert check_transition(State.RUNNING, State.PAUSED) is State.PAUSED
+    assert check_transition(State.FAILED, State.RESTARTING) is State.RESTARTING
+    with pytest.raises(IllegalStateTransition, match="FAILED -> RUNNING"):
+        check_transition(State.FAILED, State.RUNNING)
+    with pytest.raises(IllegalStateTransition):
+        check_transition(State.DESTROYED, State.RUNNING)
+
+
+@pytest.mark.parametrize(("given", "expected"), [
+    ("local[*]", "local[*,4]"), ("local[8]", "local[8,4]"), ("local", "local[1,4]"),
+    ("local[2,3]", "local[2,3]"), ("spark://h:7077", "spark://h:7077"),
+])
+def test_local_masters_get_slot_retries(given: str, expected: str) -> None:
+    assert effective_master(given) == expected
+
+
+def test_fencing_rule_of_kip_618() -> None:
+    assert not task_count_needs_fencing(None, 5)  # first generation: nothing to fence
+    assert not task_count_needs_fencing(1, 1)  # the single task fences its predecessor
+    assert task_count_needs_fencing(1, 2)
+    assert task_count_needs_fencing(3, 3)  # partitions may have moved between tasks
+    assert transactional_ids("g", "c", 3) == ["g-c-0", "g-c-1", "g-c-2"]
+
+
+def test_signed_requests_verify_and_forgeries_do_not() -> None:
+    key = signing.generate_key("HmacSHA256")
+    assert len(key) == 64  # SHA-256 block size, like Java's KeyGenerator default
+    headers = signing.sign_headers(base64.b64encode(key).decode(), "HmacSHA256", b"body")
+    signing.verify(key, ["HmacSHA256"], headers, b"body")
+    with pytest.raises(signing.SignatureError) as forged:
+        signing.verify(key, ["HmacSHA256"], headers, b"other body")
+    assert forged.value.status == 403
+    with pytest.raises(signing.SignatureError) as missing:
+        signing.verify(key, ["HmacSHA256"], {}, b"body")
+    assert missing.value.status == 400
+    with pytest.raises(signing.SignatureError) as unknown:
+        signing.verify(key, ["HmacSHA256"], {**headers, signing.ALGORITHM_HEADER: "HmacMD5"},
+                       b"body")
+    assert unknown.value.status == 400
+    with pytest.raises(signing.SignatureError) as no_key:
+        signing.verify(None, ["HmacSHA256"], headers, b"body")
+    assert no_key.value.status == 503

@@ -1,0 +1,273 @@
+"""The exactly-once commit path against the real broker (no Spark: the loop itself).
+
+Transaction sizes are observed from Kafka's side: in a single-partition topic
+each committed transaction is followed by one commit marker, which takes an
+offset, so the offsets that a read_committed consumer sees jump by 2 where a
+transaction ended. Aborted records leave a larger jump and are never returned.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import orjson
+import pytest
+from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from connect_runtime.api.record import SourceRecord
+from connect_runtime.api.task import SourceTask
+from connect_runtime.converters import load_converter
+from connect_runtime.errors import InvalidOffsetException
+from connect_runtime.worker.boundaries import BoundaryPolicy, TaskTransactionContext
+from connect_runtime.worker.task_loop import ExactlyOnceTaskLoop, LoopSignals, Outcome
+
+
+class ScriptedTask(SourceTask):
+    """Returns pre-built batches, then idles; records what the framework told it."""
+
+    def __init__(self, batches: list[list[SourceRecord]], idle_s: float = 0.01) -> None:
+        self.batches = list(batches)
+        self.idle_s = idle_s
+        self.committed: list[tuple[SourceRecord, Any]] = []
+        self.commits = 0
+        self.on_poll: Callable[[list[SourceRecord]], None] | None = None
+
+    def start(self, config: dict[str, str]) -> None:
+        pass
+
+    def poll(self) -> list[SourceRecord] | None:
+        if not self.batches:
+            time.sleep(self.idle_s)
+            return None
+        batch = self.batches.pop(0)
+        if self.on_poll:
+            self.on_poll(batch)
+        return batch
+
+    def commit(self) -> None:
+        self.commits += 1
+
+    def commit_record(self, record: SourceRecord, metadata: Any) -> None:
+        self.committed.append((record, metadata))
+
+    def stop(self) -> None:
+        pass
+
+
+def records(topic: str, start: int, count: int, partition: dict[str, Any] | None = None,
+            ) -> list[SourceRecord]:
+    part = partition if partition is not None else {"p": 0}
+    return [SourceRecord(part, {"seq": n + 1}, topic, value={"seq": n}, key=str(n))
+            for n in range(start, start + count)]
+
+
+@pytest.fixture
+def topics(kafka_bootstrap: str, unique_name: Callable[[str], str]) -> Iterator[tuple[str, str]]:
+    out, offsets = unique_name("out"), unique_name("offsets")
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
+    futures = admin.create_topics([NewTopic(out, 1, 1), NewTopic(offsets, 1, 1)])
+    for f in futures.values():
+        f.result()
+    yield out, offsets
+
+
+def make_loop(bootstrap: str, out: str, offsets: str, task: SourceTask, boundary: BoundaryPolicy,
+              txn_id: str) -> tuple[ExactlyOnceTaskLoop, Any]:
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": txn_id,
+                         "linger.ms": 5})
+    producer.init_transactions(30)
+    loop = ExactlyOnceTaskLoop(
+        label="c-0", connector="c", task=task, producer=producer, offsets_topic=offsets,
+        forbidden_topics=frozenset({offsets}),
+        key_converter=load_converter("org.apache.kafka.connect.storage.StringConverter", {},
+                                     True, config_key="key.converter"),
+        value_converter=load_converter("org.apache.kafka.connect.json.JsonConverter", {},
+                                       False, config_key="value.converter"),
+        boundary=boundary, signals=LoopSignals(), transaction_timeout_s=30)
+    return loop, producer
+
+
+def run_until(loop: ExactlyOnceTaskLoop, done: Callable[[], bool], timeout: float = 30) -> Outcome:
+    result: list[Outcome] = []
+    errors: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            result.append(loop.run())
+        except BaseException as e:
+            errors.append(e)
+
+    thread = threading.Thread(target=target)
+    thread.start()
+    deadline = time.monotonic() + timeout
+    while not done() and time.monotonic() < deadline and thread.is_alive():
+        time.sleep(0.02)
+    loop.signals.request_stop()
+    thread.join(30)
+    if errors:
+        raise errors[0]
+    return result[0]
+
+
+def read_committed(bootstrap: str, topic: str, timeout: float = 10) -> list[tuple[int, Any, Any]]:
+    """(offset, key, value) of every record visible to read_committed consumers."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "verifier",
+                         "isolation.level": "read_committed", "enable.auto.commit": False})
+    tp = TopicPartition(topic, 0, 0)
+    consumer.assign([tp])
+    _, high = consumer.get_watermark_offsets(tp, timeout=10)
+    out: list[tuple[int, Any, Any]] = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if consumer.position([TopicPartition(topic, 0)])[0].offset >= high:
+            break
+        msg = consumer.poll(0.2)
+        if msg is None or msg.error():
+            continue
+        value = msg.value()
+        out.append((msg.offset(), msg.key(), orjson.loads(value) if value else None))
+    consumer.close()
+    return out
+
+
+def transaction_sizes(offsets: list[int]) -> list[int]:
+    sizes, current = [], 0
+    for i, off in enumerate(offsets):
+        current += 1
+        if i + 1 == len(offsets) or offsets[i + 1] != off + 1:
+            sizes.append(current)
+            current = 0
+    return sizes
+
+
+def test_poll_boundary_commits_each_batch_with_its_offsets(
+        kafka_bootstrap: str, topics: tuple[str, str], unique_name: Callable[[str], str]) -> None:
+    out, offsets = topics
+    task = ScriptedTask([records(out, 0, 3), records(out, 3, 5), records(out, 8, 2)])
+    loop, _ = make_loop(kafka_bootstrap, out, offsets, task,
+                        BoundaryPolicy("poll", 0, None), unique_name("txn"))
+    assert run_until(loop, lambda: task.commits >= 3) is Outcome.STOPPED
+    seen = read_committed(kafka_bootstrap, out)
+    assert [v["seq"] for _, _, v in seen] == list(range(10))
+    assert transaction_sizes([o for o, _, _ in seen]) == [3, 5, 2]
+    assert loop.stats.committed == 3 and loop.stats.size_max == 5 and loop.stats.size_min == 2
+    # One offset record per transaction (one source partition), the last one wins.
+    stored = read_committed(kafka_bootstrap, offsets)
+    assert len(stored) == 3
+    assert orjson.loads(stored[-1][1]) == ["c", {"p": 0}]
+    assert stored[-1][2] == {"seq": 10}
+    # commit_record saw every record in order, with where it landed.
+    assert [r.value["seq"] for r, _ in task.committed] == list(range(10))
+    assert [m.offset for _, m in task.committed] == [o for o, _, _ in seen]
+
+
+def test_interval_boundary_groups_batches_by_time(
+        kafka_bootstrap: str, topics: tuple[str, str], unique_name: Callable[[str], str]) -> None:
+    out, offsets = topics
+    batches = [records(out, i * 2, 2) for i in range(20)]
+    task = ScriptedTask(batches)
+    task.on_poll = lambda _batch: time.sleep(0.05)  # 20 batches over ~1 s
+    loop, _ = make_loop(kafka_bootstrap, out, offsets, task,
+                        BoundaryPolicy("interval", 300, None), unique_name("txn"))
+    run_until(loop, lambda: not task.batches and task.commits >= 1)
+    seen = read_committed(kafka_bootstrap, out)
+    assert [v["seq"] for _, _, v in seen] == list(range(40))
+    sizes = transaction_sizes([o for o, _, _ in seen])
+    # ~1 s of batches cut every 300 ms: a few multi-batch transactions, not 20.
+    assert 2 <= len(sizes) <= 6, sizes
+    assert max(sizes) >= 8
+
+
+def test_connector_aborts_are_invisible_but_their_offsets_commit(
+        kafka_bootstrap: str, topics: tuple[str, str], unique_name: Callable[[str], str]) -> None:
+    out, offsets = topics
+    ctx = TaskTransactionContext()
+    first, second, third = records(out, 0, 4), records(out, 4, 4), records(out, 8, 4)
+    task = ScriptedTask([first + second, third])
+    ctx.commit_transaction(first[-1])  # commit after record 3
+    ctx.abort_transaction(second[-1])  # abort records 4..7
+
+    def after_third(batch: list[SourceRecord]) -> None:
+        if batch is third:
+            ctx.commit_transaction()
+    task.on_poll = after_third
+    loop, _ = make_loop(kafka_bootstrap, out, offsets, task,
+                        BoundaryPolicy("connector", 0, ctx), unique_name("txn"))
+    run_until(loop, lambda: task.commits >= 2)
+    seen = read_committed(kafka_bootstrap, out)
+    assert [v["seq"] for _, _, v in seen] == [0, 1, 2, 3, 8, 9, 10, 11]
+    assert loop.stats.aborted == 1
+    # The aborted records were acknowledged as not delivered.
+    assert [m for r, m in task.committed if 4 <= r.value["seq"] < 8] == [None] * 4
+
+
+def test_offsets_of_a_trailing_abort_are_committed_on_stop(
+        kafka_bootstrap: str, topics: tuple[str, str], unique_name: Callable[[str], str]) -> None:
+    out, offsets = topics
+    ctx = TaskTransactionContext()
+    batch = records(out, 0, 3)
+    ctx.abort_transaction(batch[-1])
+    task = ScriptedTask([batch])
+    loop, _ = make_loop(kafka_bootstrap, out, offsets, task,
+                        BoundaryPolicy("connector", 0, ctx), unique_name("txn"))
+    run_until(loop, lambda: loop.stats.aborted >= 1)
+    assert read_committed(kafka_bootstrap, out) == []
+    stored = read_committed(kafka_bootstrap, offsets)
+    assert [v for _, _, v in stored] == [{"seq": 3}]  # the task will not be handed 0..2 again
+
+
+def test_non_primitive_offset_fails_the_task_and_commits_nothing(
+        kafka_bootstrap: str, topics: tuple[str, str], unique_name: Callable[[str], str]) -> None:
+    out, offsets = topics
+    good = records(out, 0, 2)
+    bad = SourceRecord({"p": 0}, {"seq": {"nested": 1}}, out, value={"seq": 2})
+    task = ScriptedTask([[*good, bad]])
+    loop, _ = make_loop(kafka_bootstrap, out, offsets, task,
+                        BoundaryPolicy("poll", 0, None), unique_name("txn"))
+    with pytest.raises(InvalidOffsetException, match="nested"):
+        run_until(loop, lambda: False, timeout=5)
+    assert read_committed(kafka_bootstrap, out) == []
+    assert read_committed(kafka_bootstrap, offsets) == []
+
+
+def test_a_task_may_not_write_to_its_offsets_topic(
+        kafka_bootstrap: str, topics: tuple[str, str], unique_name: Callable[[str], str]) -> None:
+    out, offsets = topics
+    task = ScriptedTask([records(out, 0, 2) + records(offsets, 2, 1)])
+    loop, _ = make_loop(kafka_bootstrap, out, offsets, task,
+                        BoundaryPolicy("poll", 0, None), unique_name("txn"))
+    with pytest.raises(Exception, match="internal topics"):
+        run_until(loop, lambda: False, timeout=5)
+    assert read_committed(kafka_bootstrap, out) == []
+    assert read_committed(kafka_bootstrap, offsets) == []
+
+
+def test_a_fenced_loop_stops_quietly_and_its_open_transaction_never_shows(
+        kafka_bootstrap: str, topics: tuple[str, str], unique_name: Callable[[str], str]) -> None:
+    from confluent_kafka import Producer
+
+    out, offsets = topics
+    txn_id = unique_name("txn")
+    task = ScriptedTask([records(out, 0, 3), records(out, 3, 3)])
+    loop, _ = make_loop(kafka_bootstrap, out, offsets, task,
+                        BoundaryPolicy("interval", 60_000, None), txn_id)
+    fenced = threading.Event()
+
+    def fence_after_first(batch: list[SourceRecord]) -> None:
+        if batch[0].value["seq"] == 3:  # the first batch is in the open transaction
+            zombie_killer = Producer({"bootstrap.servers": kafka_bootstrap,
+                                      "transactional.id": txn_id})
+            zombie_killer.init_transactions(30)
+            fenced.set()
+    task.on_poll = fence_after_first
+    outcome = run_until(loop, lambda: False, timeout=8)
+    assert fenced.is_set()
+    assert outcome is Outcome.FENCED
+    assert read_committed(kafka_bootstrap, out) == []
+    assert read_committed(kafka_bootstrap, offsets) == []

@@ -48,6 +48,8 @@ class Type(Enum):
 
 
 class Importance(Enum):
+    """How much a user needs to care about a configuration key (for docs and UIs)."""
+
     HIGH = "HIGH"
     MEDIUM = "MEDIUM"
     LOW = "LOW"
@@ -468,7 +470,9 @@ class ConfigDef:
             key = self.config_keys[key]
         if raw is None:
             if not key.has_default():
-                raise ConfigException(_missing(key.name))
+                error = ConfigException(_missing(key.name))
+                error.name = key.name  # the message is Connect's; the key is for callers
+                raise error
             value = _copy(key.default)
         else:
             value = parse_type(key.name, raw, key.type)

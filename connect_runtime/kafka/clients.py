@@ -5,7 +5,7 @@ Every factory takes a *base* librdkafka config (usually
 servers plus the worker's prefixed overrides) and optional *overrides* on top.
 A few settings are then forced because the runtime's correctness depends on them:
 
-* producers: ``partitioner=murmur2_random``. librdkafka's default (crc32) puts a
+* producers: ``partitioner=murmur2_random``. librdkafka's default (CRC32) puts a
   key on a different partition than the Java client does; on a compacted topic
   that the Java runtime may also write, a key must always land on the same
   partition whoever wrote it, or compaction and "later record wins" break.

@@ -256,19 +256,27 @@ def _load_dict(what: str, value: bytes) -> dict[str, Any] | None:
 
 def _properties(what: str, value: bytes) -> Config | None:
     data = _load_dict(what, value)
-    props = data.get("properties") if data is not None else None
-    if data is not None and not isinstance(props, dict):
+    if data is None:
+        return None
+    props = data.get("properties")
+    if not isinstance(props, dict):
         log.error("Ignoring %s: 'properties' is a %s, not an object", what, type(props).__name__)
         return None
     return props
 
 
-def _int_field(what: str, data: dict[str, Any] | None, name: str) -> int | None:
-    value = data.get(name) if data is not None else None
-    if data is not None and (not isinstance(value, int) or isinstance(value, bool)):
-        log.error("Ignoring %s: '%s' is %r, not an integer", what, name, value)
+def _int_field(what: str, value: bytes | None, name: str) -> int | None:
+    if value is None:
+        log.error("Ignoring %s: unexpected null value", what)
         return None
-    return value
+    data = _load_dict(what, value)
+    if data is None:
+        return None
+    number = data.get(name)
+    if not isinstance(number, int) or isinstance(number, bool):
+        log.error("Ignoring %s: '%s' is %r, not an integer", what, name, number)
+        return None
+    return number
 
 
 class _RecordProcessor:
@@ -332,8 +340,7 @@ class _RecordProcessor:
             state.remove_connector(name)
             log.debug("Ignoring task commit for unknown connector %s", name)
             return None
-        what = f"task commit of connector {name}"
-        count = _int_field(what, _load_dict(what, value) if value is not None else None, "tasks")
+        count = _int_field(f"task commit of connector {name}", value, "tasks")
         if count is None:
             return None
         deferred = state.deferred.pop(name, {})
@@ -373,9 +380,7 @@ class _RecordProcessor:
         return lambda listener: listener.on_target_state_change(name)
 
     def _task_count(self, name: str, value: bytes | None) -> Notification | None:
-        what = f"task-count record of {name}"
-        count = _int_field(what, _load_dict(what, value) if value is not None else None,
-                           "task-count")
+        count = _int_field(f"task-count record of {name}", value, "task-count")
         if count is None:
             return None
         self.state.task_count_records[name] = count
@@ -383,8 +388,8 @@ class _RecordProcessor:
         return lambda listener: listener.on_task_count_record(name)
 
     def _session_key(self, value: bytes | None) -> Notification | None:
-        data = _load_dict("session key", value) if value is not None else None
-        creation = _int_field("session key", data, "creation-timestamp")
+        creation = _int_field("session key", value, "creation-timestamp")
+        data = _load_dict("session key", value) if creation is not None and value else None
         if data is None or creation is None:
             return None
         key, algorithm = data.get("key"), data.get("algorithm")

@@ -302,14 +302,19 @@ class TaskOffsetStorageReader:
         connector_bootstrap_servers: str | None = None,
         timeout: float = 60.0,
     ) -> None:
-        def source(servers: str, topic: str | None) -> OffsetSource | None:
-            return (OffsetSource.of(servers, topic, consumer_overrides, admin_overrides)
-                    if topic else None)
+        admins: dict[str, AdminClient] = {}  # one per cluster
 
+        def source(servers: str, topic: str | None) -> OffsetSource | None:
+            if not topic:
+                return None
+            clients = ClientSettings.of(servers, None, consumer_overrides, admin_overrides)
+            if servers not in admins:
+                admins[servers] = create_admin(clients.admin_config())
+            return OffsetSource(clients.consumer_config(), admins[servers], topic)
+
+        global_source = source(bootstrap_servers, global_topic)
         own = source(connector_bootstrap_servers or bootstrap_servers, connector_topic)
-        view = read_combined_offsets(connector, source(bootstrap_servers, global_topic), own,
-                                     timeout)
-        self._init(connector, view)
+        self._init(connector, read_combined_offsets(connector, global_source, own, timeout))
 
     def _init(self, connector: str, view: Mapping[bytes, OffsetEntry]) -> None:
         self.connector = connector
@@ -408,7 +413,6 @@ class GlobalOffsetMirror:
     def flush(self, timeout: float) -> bool:
         """True once everything submitted so far is written; False after ``timeout``."""
         with self._cond:
-            self._cond.notify_all()
             return self._cond.wait_for(lambda: not self._latest, timeout)
 
     def close(self, timeout: float = 10.0) -> None:

@@ -89,6 +89,8 @@ class DistributedHerder:
         self._fence_locks: defaultdict[str, threading.Lock] = defaultdict(threading.Lock)
         self._wake = threading.Event()
         self._stopping = threading.Event()
+        self._stop_lock = threading.Lock()
+        self._stopped = False
         self._thread = threading.Thread(target=self._reconcile_loop, name="herder", daemon=True)
         self.started = threading.Event()
 
@@ -99,7 +101,14 @@ class DistributedHerder:
         self._thread.start()
 
     def stop(self) -> None:
-        """Stop every task gracefully (final commits), then every connector instance."""
+        """Stop every task gracefully (final commits), then every connector instance.
+
+        Idempotent: the signal handler and the process's final cleanup both call it.
+        """
+        with self._stop_lock:
+            if self._stopped:
+                return
+            self._stopped = True
         self._stopping.set()
         self._wake.set()
         self._thread.join(timeout=self._graceful_s() * 2 + 30)

@@ -92,6 +92,11 @@ class SparkTaskRunner:
             "spark.pyspark.python": sys.executable,
         }
         conf["spark.master"] = effective_master(conf.get("spark.master", "local[*]"))
+        if conf["spark.master"].startswith("local"):
+            # Everything is in this process: keep Spark's driver on loopback instead
+            # of whatever interface the host name resolves to.
+            conf.setdefault("spark.driver.host", "127.0.0.1")
+            conf.setdefault("spark.driver.bindAddress", "127.0.0.1")
         for key, value in conf.items():
             builder = builder.config(key, value)
         self._session = builder.getOrCreate()

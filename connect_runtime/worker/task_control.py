@@ -87,6 +87,9 @@ class TaskSlotRegistry:
             if slot is None:
                 return False
             slot.restart_seq += 1
+            # The herder has written RESTARTING; whatever the slot reports next is news,
+            # even the same FAILED trace as before.
+            slot.state, slot.trace = State.RESTARTING, None
             return True
 
     def slot(self, connector: str, task: int) -> SlotView | None:

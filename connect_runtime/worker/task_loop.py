@@ -58,6 +58,7 @@ if TYPE_CHECKING:
 
     from connect_runtime.api.record import RecordMetadata, SourceRecord
     from connect_runtime.converters import Converter
+    from connect_runtime.storage.offsets import GlobalOffsetMirror
 
 log = logging.getLogger(__name__)
 
@@ -151,7 +152,7 @@ class ExactlyOnceTaskLoop:
         boundary: BoundaryPolicy,
         signals: LoopSignals,
         transaction_timeout_s: float,
-        on_offsets_committed: Callable[[list[tuple[bytes, bytes | None]]], None] | None = None,
+        offset_mirror: GlobalOffsetMirror | None = None,
         on_paused: Callable[[bool], None] | None = None,
     ) -> None:
         self.label = label
@@ -165,7 +166,7 @@ class ExactlyOnceTaskLoop:
         self.boundary = boundary
         self.signals = signals
         self.transaction_timeout_s = transaction_timeout_s
-        self.on_offsets_committed = on_offsets_committed
+        self.offset_mirror = offset_mirror
         self.on_paused = on_paused
         self.stats = TransactionStats()
         # Overriding commit_record is what makes per-record metadata worth its cost.
@@ -321,13 +322,29 @@ class ExactlyOnceTaskLoop:
             self._begin()  # an offsets-only transaction, after an abort
         deadline = time.monotonic() + self.transaction_timeout_s
         written = self._write_offsets()  # step 3
+        self._mirror_tombstones_first(written, deadline)
         self._commit(deadline)  # step 4
         size = self._txn_size
         self.stats.record_commit(size)
         self._finish_records()  # steps 5 and 6
         self._pending_offsets.clear()
-        if written and self.on_offsets_committed is not None:
-            self.on_offsets_committed(written)
+        if written and self.offset_mirror is not None:
+            self.offset_mirror.submit([(k, v) for k, v in written if v is not None])
+
+    def _mirror_tombstones_first(self, written: list[tuple[bytes, bytes | None]],
+                                 deadline: float) -> None:
+        """With a per-connector offsets topic, a tombstone there falls back to the
+        global topic's offset in the combined view; so, as Kafka Connect does, the
+        global topic gets the tombstone before the transaction commits."""
+        if self.offset_mirror is None:
+            return
+        tombstones = [(k, v) for k, v in written if v is None]
+        if not tombstones:
+            return
+        self.offset_mirror.submit(tombstones)
+        if not self.offset_mirror.flush(max(deadline - time.monotonic(), 1.0)):
+            raise ConnectError(f"Task {self.label}: could not write offset tombstones to the "
+                               "global offsets topic before committing; not committing")
 
     def _write_offsets(self) -> list[tuple[bytes, bytes | None]]:
         """Step 3: one offset record per distinct source partition, latest wins."""
@@ -389,6 +406,10 @@ class ExactlyOnceTaskLoop:
         if not self._in_txn:
             return
         try:
+            # librdkafka can fail an abort with INVALID_TXN_STATE while the
+            # transaction's partitions are still being registered with the
+            # coordinator (librdkafka issue #4849); sending everything first avoids it.
+            self.producer.flush(self.transaction_timeout_s)
             self.producer.abort_transaction(self.transaction_timeout_s)
         except Exception as e:
             raise translate_kafka_error(e, f"abort_transaction for task {self.label}") from e
@@ -406,6 +427,7 @@ class ExactlyOnceTaskLoop:
         if not self._in_txn:
             return
         try:
+            self.producer.flush(min(self.transaction_timeout_s, 10.0))  # see _abort
             self.producer.abort_transaction(min(self.transaction_timeout_s, 30.0))
         except Exception:  # the task is failing anyway; the broker aborts on timeout or fencing
             log.warning("Task %s: abort after failure did not complete", self.label,

@@ -189,7 +189,7 @@ def _run_instance(spec: TaskSpec, control: SlotControl) -> Outcome | None:
             key_converter=started.key_converter, value_converter=started.value_converter,
             boundary=started.boundary, signals=signals,
             transaction_timeout_s=started.transaction_timeout_s,
-            on_offsets_committed=mirror.submit if mirror else None,
+            offset_mirror=mirror,
             on_paused=lambda p: control.report(State.PAUSED if p else State.RUNNING),
         )
         outcome = loop.run()
@@ -201,9 +201,17 @@ def _run_instance(spec: TaskSpec, control: SlotControl) -> Outcome | None:
         control.attach(None, None)
         if started is not None:
             _stop_task_quietly(spec, started.task)
-            started.producer.flush(5)
+            _close_producer_quietly(spec, started.producer)
         if mirror is not None:
             mirror.close(10)
+
+
+def _close_producer_quietly(spec: TaskSpec, producer: Any) -> None:
+    """Cleanup must never replace the error that ended the task in its trace."""
+    try:
+        producer.flush(5)
+    except Exception:
+        log.info("task %s: producer flush at close failed", spec.task_label, exc_info=True)
 
 
 def _stop_task_quietly(spec: TaskSpec, task: Any) -> None:

@@ -3,9 +3,10 @@
 Startup order matters:
 
 1. create (or check) the internal topics;
-2. read the status, offsets and config topics to the end;
+2. read the status and offsets topics to the end;
 3. claim write privileges on the config topic (``init_transactions`` of
-   ``connect-cluster-<group.id>``: fences any zombie leader);
+   ``connect-cluster-<group.id>``: fences any zombie leader and aborts its open
+   transaction), then read the config topic to the end;
 4. start Spark in the background (a JVM start takes seconds; REST answers
    ``/health`` with 503 "starting" meanwhile);
 5. start the herder, then serve REST until SIGTERM/SIGINT.
@@ -16,8 +17,11 @@ commit (``task.shutdown.graceful.timeout.ms``), then Spark and the stores stop.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import signal
 import threading
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import uvicorn
@@ -94,8 +98,11 @@ class Worker:
         cluster_id = self._cluster_id()
         self.status_store.start(STARTUP_READ_TIMEOUT_S)
         self.offset_store.start(STARTUP_READ_TIMEOUT_S)
-        self.config_store.start(STARTUP_READ_TIMEOUT_S)
+        # Claim first: init_transactions aborts a dead leader's open transaction on
+        # the config topic, which would otherwise stall the read below until it
+        # times out. (A single worker is always the leader.)
         self.config_store.claim_write_privileges()
+        self.config_store.start(STARTUP_READ_TIMEOUT_S)
         threading.Thread(target=self._start_spark, name="spark-start", daemon=True).start()
         herder = DistributedHerder(self.config, self.config_store, self.status_store,
                                    self.offset_store, self.runner, cluster_id)
@@ -143,6 +150,46 @@ def build_app(herder: DistributedHerder) -> Any:
                       internal_request_verifier=verify)
 
 
+class _Server(uvicorn.Server):
+    """uvicorn with the worker's shutdown order.
+
+    On SIGTERM/SIGINT the worker first stops its tasks gracefully, which needs
+    REST (slots learn "stop" through their heartbeats), and only then stops
+    serving. uvicorn's own handling would close REST first and then re-raise the
+    signal, killing the process before the tasks' final commits. A second signal
+    skips the graceful part.
+    """
+
+    def __init__(self, config: uvicorn.Config, before_exit: Callable[[], None]) -> None:
+        super().__init__(config)
+        self._before_exit = before_exit
+        self._exiting = threading.Event()
+
+    def _on_signal(self, sig: int, frame: Any) -> None:
+        if self._exiting.is_set():
+            self.should_exit = True
+            return
+        self._exiting.set()
+        log.info("received signal %d: stopping tasks, then REST", sig)
+
+        def stop() -> None:
+            try:
+                self._before_exit()
+            finally:
+                self.should_exit = True
+        threading.Thread(target=stop, name="graceful-shutdown", daemon=True).start()
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        previous = {sig: signal.signal(sig, self._on_signal)
+                    for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            yield
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+
 def run_worker(config: WorkerConfig) -> int:
     """Run until SIGTERM/SIGINT; returns the process exit status."""
     configure_logging()
@@ -150,8 +197,9 @@ def run_worker(config: WorkerConfig) -> int:
     try:
         herder = worker.start()
         host, port = config.listener()
-        server = uvicorn.Server(uvicorn.Config(build_app(herder), host=host, port=port,
-                                               log_level="warning", lifespan="off"))
+        server = _Server(uvicorn.Config(build_app(herder), host=host, port=port,
+                                        log_level="warning", lifespan="off"),
+                         before_exit=herder.stop)
         log.info("worker %s serving REST on %s:%d", config.worker_id, host, port)
         server.run()  # handles SIGTERM/SIGINT by returning
     finally:

@@ -8,6 +8,7 @@ consumer would: ``read_committed``.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -109,15 +110,11 @@ class WorkerProcess:
             return None
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                pass
         code = self.proc.poll()
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(self.proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
         self.proc.wait(10)
         return code
 
@@ -160,7 +157,7 @@ def read_topic(bootstrap: str, topic: str, isolation: str = "read_committed",
     consumer.assign(tps)
     ends = {}
     for tp in tps:
-        low, high = consumer.get_watermark_offsets(TopicPartition(topic, tp.partition), timeout=10)
+        _, high = consumer.get_watermark_offsets(TopicPartition(topic, tp.partition), timeout=10)
         ends[tp.partition] = high
     out: list[dict[str, Any]] = []
     deadline = time.monotonic() + timeout

@@ -79,9 +79,11 @@ def raw_records(bootstrap: str, admin: AdminClient, topic: str) -> Records:
 
 
 def produce(producer: Producer, topic: str, records: Records) -> None:
+    errors: list[object] = []
     for key, value in records:
-        producer.produce(topic, key=key, value=value)
-    producer.flush(10)
+        producer.produce(topic, key=key, value=value,
+                         on_delivery=lambda err, _msg: errors.append(err) if err else None)
+    assert producer.flush(10) == 0 and errors == []
 
 
 def test_records_on_the_wire_are_connects_format(

@@ -178,10 +178,9 @@ def test_garbage_and_unmodelled_records_are_skipped(
         (b"status-task-c", b'{"state":"RUNNING","worker_id":"w","generation":1}'),
         (b"status-topic-t:c", b'{"topic":{"name":"t"}}'),
         (b"something-else", b"{}"),
-        (None, b"{}"),
-    ]:
+    ]:  # (a compacted topic rejects null keys outright, so no garbage of that kind)
         producer.produce(topic, key=key, value=value)
-    producer.flush(10)
+    assert producer.flush(10) == 0
     store = stores(topic)
     assert store.connector_status("c") == StatusRecord("RUNNING", "w", None, 1)
     assert store.task_statuses("c") == {}

@@ -60,13 +60,19 @@ print(f"demo: PUT /connectors/{spec['name']}/config -> {r.status_code}", file=sy
 r.raise_for_status()
 EOF
 
-for _ in $(seq 1 120); do
-  status="$(curl -fsS "$rest/connectors/sequence-demo/status" || true)"
-  case "$status" in *'"tasks":[{'*RUNNING*) break ;; esac
-  sleep 1
-done
-echo "demo: connector status:" >&2
-echo "$status"
+# Wait until every task runs, then show the status as Kafka Connect would.
+.venv/bin/python - "$rest" <<'EOF'
+import sys, time, httpx
+rest = sys.argv[1]
+for _ in range(180):
+    status = httpx.get(f"{rest}/connectors/sequence-demo/status", timeout=30).json()
+    states = [t["state"] for t in status.get("tasks", [])]
+    if states and all(s == "RUNNING" for s in states):
+        break
+    time.sleep(1)
+print("demo: connector status:", file=sys.stderr)
+print(status)
+EOF
 
 echo "demo: records visible to read_committed consumers (Ctrl-C to stop):" >&2
 tail_args=(--bootstrap-server "127.0.0.1:$KAFKA_PORT" --topic sequence-demo)

@@ -206,7 +206,31 @@ def _define_exactly_once(d: ConfigDef) -> ConfigDef:
     )
 
 
-CONNECTOR_CONFIG_DEF: ConfigDef = _define_exactly_once(_define_common(ConfigDef()))
+TOPIC_CREATION_GROUP = "Topic Creation"
+TOPIC_CREATION_RF_CONFIG = "topic.creation.default.replication.factor"
+TOPIC_CREATION_PARTITIONS_CONFIG = "topic.creation.default.partitions"
+
+
+def _define_topic_creation(d: ConfigDef) -> ConfigDef:
+    """KIP-158's default group: with both keys set, tasks create missing topics."""
+    g = TOPIC_CREATION_GROUP
+    return (
+        d.define(TOPIC_CREATION_RF_CONFIG, Type.INT, None, Range.at_least(-1), Importance.LOW,
+                 "Replication factor of topics the tasks create when they first write to "
+                 "a topic that does not exist (-1: broker default). Topic creation is on "
+                 f"when this and {TOPIC_CREATION_PARTITIONS_CONFIG} are both set.",
+                 group=g, order_in_group=1, width=Width.SHORT,
+                 display_name="Default replication factor for new topics")
+        .define(TOPIC_CREATION_PARTITIONS_CONFIG, Type.INT, None, Range.at_least(-1),
+                Importance.LOW,
+                "Partitions of topics the tasks create (-1: broker default).",
+                group=g, order_in_group=2, width=Width.SHORT,
+                display_name="Default partitions for new topics")
+    )
+
+
+CONNECTOR_CONFIG_DEF: ConfigDef = _define_topic_creation(
+    _define_exactly_once(_define_common(ConfigDef())))
 """The framework keys of every (source) connector config, framework groups first."""
 
 
@@ -270,6 +294,14 @@ class ConnectorConfig:
         """The connector's own offsets topic, or None for the worker's global one."""
         value = self.values[OFFSETS_STORAGE_TOPIC_CONFIG]
         return None if value is None else str(value)
+
+    def topic_creation(self) -> tuple[int, int] | None:
+        """(partitions, replication factor) for new topics, or None if creation is off."""
+        partitions = self.values.get(TOPIC_CREATION_PARTITIONS_CONFIG)
+        replication = self.values.get(TOPIC_CREATION_RF_CONFIG)
+        if partitions is None or replication is None:
+            return None
+        return int(partitions), int(replication)
 
     def originals_with_prefix(self, prefix: str) -> dict[str, str]:
         """Keys starting with ``prefix``, with the prefix stripped (e.g. converter sub-configs)."""

@@ -23,6 +23,7 @@ from connect_runtime.api.config_def import (
     NO_DEFAULT,
     ConfigDef,
     Importance,
+    NonEmptyString,
     Range,
     Type,
     ValidString,
@@ -46,13 +47,13 @@ WORKER_CONFIG_DEF = (
     ConfigDef()
     .define("bootstrap.servers", Type.LIST, "localhost:9092", None, Importance.HIGH,
             "Kafka brokers for the internal topics and, by default, for connectors.")
-    .define("group.id", Type.STRING, NO_DEFAULT, None, Importance.HIGH,
+    .define("group.id", Type.STRING, NO_DEFAULT, NonEmptyString(), Importance.HIGH,
             "Identifies the Connect cluster; workers sharing it form one cluster.")
-    .define("config.storage.topic", Type.STRING, NO_DEFAULT, None, Importance.HIGH,
+    .define("config.storage.topic", Type.STRING, NO_DEFAULT, NonEmptyString(), Importance.HIGH,
             "Topic holding connector and task configurations (1 partition, compacted).")
-    .define("offset.storage.topic", Type.STRING, NO_DEFAULT, None, Importance.HIGH,
+    .define("offset.storage.topic", Type.STRING, NO_DEFAULT, NonEmptyString(), Importance.HIGH,
             "Global topic holding source offsets (compacted).")
-    .define("status.storage.topic", Type.STRING, NO_DEFAULT, None, Importance.HIGH,
+    .define("status.storage.topic", Type.STRING, NO_DEFAULT, NonEmptyString(), Importance.HIGH,
             "Topic holding connector and task statuses (compacted).")
     .define("config.storage.replication.factor", Type.INT, 3, Range.at_least(-1), Importance.LOW,
             "Replication factor of the config topic; -1 uses the broker default.")

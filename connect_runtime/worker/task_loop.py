@@ -154,6 +154,7 @@ class ExactlyOnceTaskLoop:
         transaction_timeout_s: float,
         offset_mirror: GlobalOffsetMirror | None = None,
         on_paused: Callable[[bool], None] | None = None,
+        create_topic: Callable[[str], None] | None = None,
     ) -> None:
         self.label = label
         self.connector = connector
@@ -167,6 +168,7 @@ class ExactlyOnceTaskLoop:
         self.signals = signals
         self.transaction_timeout_s = transaction_timeout_s
         self.offset_mirror = offset_mirror
+        self.create_topic = create_topic
         self.on_paused = on_paused
         self.stats = TransactionStats()
         # Overriding commit_record is what makes per-record metadata worth its cost.
@@ -290,6 +292,8 @@ class ExactlyOnceTaskLoop:
                 f"Task {self.label} returned a record for topic {topic!r}, which is one of the "
                 "worker's internal topics (config, status or offsets); a task must never "
                 "produce to its own offsets topic or to the cluster's internal topics")
+        if self.create_topic is not None:
+            self.create_topic(topic)  # KIP-158 topic.creation.default.*; once per topic
         self._checked_topics.add(topic)
 
     def _delivery_callback(self, index: int) -> Callable[[Any, Any], None]:

@@ -189,7 +189,7 @@ def _run_instance(spec: TaskSpec, control: SlotControl) -> Outcome | None:
             key_converter=started.key_converter, value_converter=started.value_converter,
             boundary=started.boundary, signals=signals,
             transaction_timeout_s=started.transaction_timeout_s,
-            offset_mirror=mirror,
+            offset_mirror=mirror, create_topic=started.create_topic,
             on_paused=lambda p: control.report(State.PAUSED if p else State.RUNNING),
         )
         outcome = loop.run()

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
@@ -66,6 +67,7 @@ class StartedTask:
     value_converter: Converter
     boundary: BoundaryPolicy
     transaction_timeout_s: float
+    create_topic: Callable[[str], None] | None = None
 
 
 class _TaskContext:
@@ -181,6 +183,22 @@ def _converters(spec: TaskSpec, connector_config: dict[str, str]) -> tuple[Conve
     return out[0], out[1]
 
 
+def _topic_creator(spec: TaskSpec,
+                   connector_config: ConnectorConfig) -> Callable[[str], None] | None:
+    """KIP-158: with ``topic.creation.default.*`` set, a missing topic is created
+    (not compacted) the first time the task writes to it; existing ones are left as
+    they are."""
+    settings = connector_config.topic_creation()
+    if settings is None:
+        return None
+    partitions, replication = settings
+    admin = create_admin({"bootstrap.servers": spec.bootstrap_servers}, spec.admin_overrides)
+
+    def create(topic: str) -> None:
+        ensure_topic(admin, topic, partitions, replication, compacted=False)
+    return create
+
+
 def start_task(spec: TaskSpec, should_stop: Any) -> StartedTask:
     """Run steps 1-6. ``should_stop()`` is checked between steps."""
     connector_config = ConnectorConfig(spec.connector_config)
@@ -216,6 +234,7 @@ def start_task(spec: TaskSpec, should_stop: Any) -> StartedTask:
         producer.flush(1)
         raise
     return StartedTask(
+        create_topic=_topic_creator(spec, connector_config),
         task=task,
         producer=producer,
         offsets_topic=own_topic or spec.global_offsets_topic,

@@ -90,8 +90,10 @@ def test_poll_boundary_delivers_each_record_once_with_rest_shapes(
 def test_interval_boundary_commits_by_time(
         worker: WorkerProcess, unique_name: Callable[[str], str]) -> None:
     topic, name = unique_name("seq"), unique_name("interval")
-    create_topic(worker.bootstrap, topic)
+    # No topic is created up front: KIP-158 topic creation makes it on first write.
     create(worker, name, {"connector.class": SEQ, "topic": topic, "max.records": "600",
+                          "topic.creation.default.replication.factor": "1",
+                          "topic.creation.default.partitions": "1",
                           "batch.size": "10", "rate.per.sec": "300",
                           "transaction.boundary": "interval",
                           "transaction.boundary.interval.ms": "500"})

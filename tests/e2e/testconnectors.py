@@ -72,3 +72,24 @@ class BadOffsetTask(SourceTask):
 class BadOffsetSourceConnector(_OneTaskConnector):
     def task_class(self) -> type[SourceTask]:
         return BadOffsetTask
+
+
+class StuckTask(SourceTask):
+    """poll() never returns and stop() does not help: only a forced cancel ends it."""
+
+    def start(self, config: dict[str, str]) -> None:
+        pass
+
+    def poll(self) -> list[SourceRecord] | None:
+        import time
+
+        while True:
+            time.sleep(1)
+
+    def stop(self) -> None:
+        pass
+
+
+class StuckSourceConnector(_OneTaskConnector):
+    def task_class(self) -> type[SourceTask]:
+        return StuckTask

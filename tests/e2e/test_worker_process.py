@@ -1,0 +1,99 @@
+"""The worker as a process and a REST server: forced stops, every route, bad input."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from harness import WorkerProcess, create_topic, wait_for
+
+SEQ = "SequenceSourceConnector"
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_a_task_that_ignores_stop_is_cancelled_after_the_graceful_timeout(
+        worker: WorkerProcess, unique_name: Callable[[str], str]) -> None:
+    name = unique_name("stuck")
+    r = worker.rest("POST", "/connectors", json={"name": name, "config": {
+        "connector.class": "testconnectors.StuckSourceConnector"}})
+    assert r.status_code == 201, r.text
+    worker.wait_tasks(name, "RUNNING", 1)
+    pid = next(s["pid"] for s in worker.slots() if s["connector"] == name)
+    started = time.monotonic()
+    assert worker.rest("DELETE", f"/connectors/{name}").status_code == 204
+    # task.shutdown.graceful.timeout.ms is 5 s: then Spark cancels the job and the
+    # Python worker running the task is killed.
+    wait_for(lambda: not pid_alive(pid), 60, f"the stuck task's process {pid} to be killed")
+    elapsed = time.monotonic() - started
+    assert elapsed >= 4.5, f"killed after {elapsed:.1f}s, before the graceful timeout"
+    assert all(s["connector"] != name for s in worker.slots())
+
+
+def test_every_route_answers_with_connects_shapes(
+        worker: WorkerProcess, unique_name: Callable[[str], str]) -> None:
+    topic, name = unique_name("seq"), unique_name("routes")
+    create_topic(worker.bootstrap, topic)
+    config = {"connector.class": SEQ, "topic": topic, "batch.size": "10",
+              "rate.per.sec": "50"}
+    root = worker.rest("GET", "/").json()
+    assert set(root) == {"version", "commit", "kafka_cluster_id"}
+    assert worker.rest("GET", "/health").json()["status"] == "healthy"
+    created = worker.rest("PUT", f"/connectors/{name}/config", json=config)
+    assert created.status_code == 201 and created.headers["location"] == f"/connectors/{name}"
+    worker.wait_tasks(name, "RUNNING", 1)
+    updated = worker.rest("PUT", f"/connectors/{name}/config", json={**config,
+                                                                      "batch.size": "20"})
+    assert updated.status_code == 200 and updated.json()["config"]["batch.size"] == "20"
+    patched = worker.rest("PATCH", f"/connectors/{name}/config", json={"rate.per.sec": "60"})
+    assert patched.status_code == 200 and patched.json()["config"]["rate.per.sec"] == "60"
+    assert worker.rest("GET", f"/connectors/{name}/config").json()["rate.per.sec"] == "60"
+    wait_for(lambda: worker.rest("GET", f"/connectors/{name}/tasks").json()[0]["config"]
+             .get("rate.per.sec") == "60", 60, "task configs of the patched config")
+    worker.wait_tasks(name, "RUNNING", 1)
+    expanded = worker.rest("GET", "/connectors", params=[("expand", "status"),
+                                                         ("expand", "info")]).json()
+    assert set(expanded[name]) == {"status", "info"}
+    assert expanded[name]["info"]["name"] == name
+    task = worker.rest("GET", f"/connectors/{name}/tasks/0/status")
+    assert task.status_code == 200 and task.json()["id"] == 0
+    assert worker.rest("GET", f"/connectors/{name}/tasks/7/status").status_code == 404
+    assert worker.rest("POST", f"/connectors/{name}/restart").status_code == 204
+    plugins = worker.rest("GET", "/connector-plugins").json()
+    assert {"class": "connectors.sequence.SequenceSourceConnector", "type": "source"}.items() \
+        <= next(p for p in plugins if p["class"].endswith("SequenceSourceConnector")).items()
+    keys = {k["name"] for k in worker.rest("GET", f"/connector-plugins/{SEQ}/config").json()}
+    assert {"topic", "batch.size", "transaction.boundary", "tasks.max"} <= keys
+    missing = worker.rest("GET", "/connectors/does-not-exist/status")
+    assert missing.status_code == 404 and missing.json()["error_code"] == 404
+    assert worker.rest("DELETE", f"/connectors/{name}").status_code == 204
+
+
+def test_the_cli_rejects_bad_worker_configs_naming_the_key(tmp_path: Path) -> None:
+    props = tmp_path / "bad.properties"
+    props.write_text("bootstrap.servers=127.0.0.1:1\ngroup.id=g\nconfig.storage.topic=c\n"
+                     "offset.storage.topic=o\nstatus.storage.topic=s\n"
+                     "offset.flush.interval.ms=often\n")
+    result = subprocess.run([sys.executable, "-m", "connect_runtime.cli", str(props)],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2
+    assert "offset.flush.interval.ms" in result.stderr
+    env = dict(os.environ, CONNECT_GROUP_ID="")
+    props.write_text("bootstrap.servers=127.0.0.1:1\n")
+    result = subprocess.run([sys.executable, "-m", "connect_runtime.cli", str(props)],
+                            capture_output=True, text=True, timeout=60, env=env)
+    assert result.returncode == 2 and "group.id" in result.stderr
+    missing = subprocess.run([sys.executable, "-m", "connect_runtime.cli",
+                              str(tmp_path / "nope.properties")],
+                             capture_output=True, text=True, timeout=60)
+    assert missing.returncode == 2 and "nope.properties" in missing.stderr

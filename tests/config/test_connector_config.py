@@ -194,7 +194,8 @@ def test_valid_config_has_no_errors_and_connect_shape() -> None:
     body = infos.to_dict()
     assert list(body) == ["name", "error_count", "groups", "configs"]
     assert body["name"] == "Tiny"
-    assert body["groups"] == ["Common", "Exactly Once Support", "offsets.topic", "Tiny"]
+    assert body["groups"] == ["Common", "Exactly Once Support", "offsets.topic",
+                              "Topic Creation", "Tiny"]
     names = [c["definition"]["name"] for c in body["configs"]]
     assert names[:9] == CONNECTOR_CONFIG_DEF.names()  # framework keys first
     assert names[9:] == ["tiny.level"]

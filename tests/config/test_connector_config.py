@@ -86,9 +86,11 @@ def test_framework_keys_and_groups() -> None:
     assert CONNECTOR_CONFIG_DEF.names() == [
         "name", "connector.class", "tasks.max", "key.converter", "value.converter",
         "exactly.once.support", "transaction.boundary", "transaction.boundary.interval.ms",
-        "offsets.storage.topic",
+        "offsets.storage.topic", "topic.creation.default.replication.factor",
+        "topic.creation.default.partitions",
     ]
-    assert CONNECTOR_CONFIG_DEF.groups() == ["Common", "Exactly Once Support", "offsets.topic"]
+    assert CONNECTOR_CONFIG_DEF.groups() == ["Common", "Exactly Once Support", "offsets.topic",
+                                             "Topic Creation"]
     info = CONNECTOR_CONFIG_DEF.config_keys["exactly.once.support"].to_info_dict()
     assert (info["default_value"], info["importance"], info["group"]) == (
         "requested", "MEDIUM", "Exactly Once Support")
@@ -197,7 +199,7 @@ def test_valid_config_has_no_errors_and_connect_shape() -> None:
     assert body["groups"] == ["Common", "Exactly Once Support", "offsets.topic",
                               "Topic Creation", "Tiny"]
     names = [c["definition"]["name"] for c in body["configs"]]
-    assert names[:9] == CONNECTOR_CONFIG_DEF.names()  # framework keys first
+    assert names[:11] == CONNECTOR_CONFIG_DEF.names()  # framework keys first
     assert names[9:] == ["tiny.level"]
     level = body["configs"][-1]
     assert level["value"] == {"name": "tiny.level", "value": "2", "recommended_values": [],

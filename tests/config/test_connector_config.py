@@ -200,7 +200,7 @@ def test_valid_config_has_no_errors_and_connect_shape() -> None:
                               "Topic Creation", "Tiny"]
     names = [c["definition"]["name"] for c in body["configs"]]
     assert names[:11] == CONNECTOR_CONFIG_DEF.names()  # framework keys first
-    assert names[9:] == ["tiny.level"]
+    assert names[11:] == ["tiny.level"]
     level = body["configs"][-1]
     assert level["value"] == {"name": "tiny.level", "value": "2", "recommended_values": [],
                               "errors": [], "visible": True}

@@ -94,6 +94,10 @@ class Worker:
             self.herder.on_job_failed(connector, generation, trace)
 
     def start(self) -> DistributedHerder:
+        if self.config.eos_support != "enabled":
+            log.warning("exactly.once.source.support=%s is not implemented yet: tasks still "
+                        "run exactly-once (transactional producers, fencing)",
+                        self.config.eos_support)
         ensure_internal_topics(self.admin, InternalTopicSettings.from_worker_config(self.config))
         cluster_id = self._cluster_id()
         self.status_store.start(STARTUP_READ_TIMEOUT_S)

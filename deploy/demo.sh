@@ -62,7 +62,7 @@ EOF
 
 # Wait until every task runs, then show the status as Kafka Connect would.
 .venv/bin/python - "$rest" <<'EOF'
-import sys, time, httpx
+import json, sys, time, httpx
 rest = sys.argv[1]
 for _ in range(180):
     status = httpx.get(f"{rest}/connectors/sequence-demo/status", timeout=30).json()
@@ -71,7 +71,7 @@ for _ in range(180):
         break
     time.sleep(1)
 print("demo: connector status:", file=sys.stderr)
-print(status)
+print(json.dumps(status))
 EOF
 
 echo "demo: records visible to read_committed consumers (Ctrl-C to stop):" >&2

@@ -13,29 +13,15 @@ import os
 import signal
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import httpx
-import orjson
-from confluent_kafka import Consumer, TopicPartition
-from confluent_kafka.admin import AdminClient
+from kafka_helpers import wait_for
 
 REPO = Path(__file__).resolve().parents[2]
+__all__ = ["WorkerProcess", "free_port", "wait_for"]
 TEST_CONNECTORS = Path(__file__).resolve().parent  # testconnectors.py lives here
-
-
-def wait_for(condition: Callable[[], Any], timeout: float, what: str, interval: float = 0.2) -> Any:
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        last = condition()
-        if last:
-            return last
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}; last: {last!r}")
 
 
 class WorkerProcess:
@@ -135,56 +121,6 @@ class WorkerProcess:
 
     def slots(self) -> list[dict[str, Any]]:
         return list(self.rest("GET", "/internal/tasks").json())
-
-
-def create_topic(bootstrap: str, name: str, partitions: int = 1) -> None:
-    from confluent_kafka.admin import NewTopic
-
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    for f in admin.create_topics([NewTopic(name, partitions, 1)]).values():
-        f.result()
-
-
-def read_topic(bootstrap: str, topic: str, isolation: str = "read_committed",
-               timeout: float = 30) -> list[dict[str, Any]]:
-    """Every record of ``topic`` visible at ``isolation``, read up to the end offsets."""
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    meta = admin.list_topics(topic, timeout=10).topics[topic]
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "e2e-reader",
-                         "isolation.level": isolation, "enable.auto.commit": False,
-                         "auto.offset.reset": "earliest"})
-    tps = [TopicPartition(topic, p, 0) for p in meta.partitions]
-    consumer.assign(tps)
-    ends = {}
-    for tp in tps:
-        _, high = consumer.get_watermark_offsets(TopicPartition(topic, tp.partition), timeout=10)
-        ends[tp.partition] = high
-    out: list[dict[str, Any]] = []
-    deadline = time.monotonic() + timeout
-    try:
-        while time.monotonic() < deadline:
-            positions = {tp.partition: tp.offset for tp in consumer.position(
-                [TopicPartition(topic, p) for p in ends])}
-            if all(positions[p] >= ends[p] for p in ends if ends[p] > 0):
-                break
-            msg = consumer.poll(0.2)
-            if msg is None or msg.error():
-                continue
-            value = msg.value()
-            out.append({"partition": msg.partition(), "offset": msg.offset(),
-                        "key": msg.key(),
-                        "value": orjson.loads(value) if value is not None else None})
-    finally:
-        consumer.close()
-    return out
-
-
-def sequences(records: list[dict[str, Any]]) -> dict[int, list[int]]:
-    """Sequence numbers per source partition, in the order they were read."""
-    out: dict[int, list[int]] = {}
-    for r in records:
-        out.setdefault(int(r["value"]["partition"]), []).append(int(r["value"]["seq"]))
-    return out
 
 
 def free_port() -> int:

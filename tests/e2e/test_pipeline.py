@@ -12,7 +12,8 @@ from collections.abc import Callable
 from typing import Any
 
 import orjson
-from harness import WorkerProcess, create_topic, read_topic, sequences, wait_for
+from harness import WorkerProcess
+from kafka_helpers import create_topic, read_topic, sequences, transaction_sizes, wait_for
 
 from connectors.sequence import expected_aborted
 
@@ -34,17 +35,6 @@ def committed_seqs(bootstrap: str, topic: str, want: int,
     result: dict[int, list[int]] = wait_for(enough, timeout, f"{want} committed records in {topic}",
                                             interval=1)
     return result
-
-
-def transaction_sizes(offsets: list[int]) -> list[int]:
-    """Runs of consecutive offsets: each commit marker breaks a run (one partition)."""
-    sizes, run = [], 0
-    for i, off in enumerate(offsets):
-        run += 1
-        if i + 1 == len(offsets) or offsets[i + 1] != off + 1:
-            sizes.append(run)
-            run = 0
-    return sizes
 
 
 def test_poll_boundary_delivers_each_record_once_with_rest_shapes(

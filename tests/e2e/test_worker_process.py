@@ -9,7 +9,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from harness import WorkerProcess, create_topic, wait_for
+from harness import WorkerProcess
+from kafka_helpers import create_topic, wait_for
 
 SEQ = "SequenceSourceConnector"
 

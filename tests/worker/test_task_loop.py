@@ -15,8 +15,8 @@ from typing import Any
 
 import orjson
 import pytest
-from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
+from kafka_helpers import read_topic, transaction_sizes
 
 from connect_runtime.api.record import SourceRecord
 from connect_runtime.api.task import SourceTask
@@ -115,35 +115,9 @@ def run_until(loop: ExactlyOnceTaskLoop, done: Callable[[], bool], timeout: floa
     return result[0]
 
 
-def read_committed(bootstrap: str, topic: str, timeout: float = 10) -> list[tuple[int, Any, Any]]:
+def read_committed(bootstrap: str, topic: str) -> list[tuple[int, Any, Any]]:
     """(offset, key, value) of every record visible to read_committed consumers."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "verifier",
-                         "isolation.level": "read_committed", "enable.auto.commit": False})
-    tp = TopicPartition(topic, 0, 0)
-    consumer.assign([tp])
-    _, high = consumer.get_watermark_offsets(tp, timeout=10)
-    out: list[tuple[int, Any, Any]] = []
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if consumer.position([TopicPartition(topic, 0)])[0].offset >= high:
-            break
-        msg = consumer.poll(0.2)
-        if msg is None or msg.error():
-            continue
-        value = msg.value()
-        out.append((msg.offset(), msg.key(), orjson.loads(value) if value else None))
-    consumer.close()
-    return out
-
-
-def transaction_sizes(offsets: list[int]) -> list[int]:
-    sizes, current = [], 0
-    for i, off in enumerate(offsets):
-        current += 1
-        if i + 1 == len(offsets) or offsets[i + 1] != off + 1:
-            sizes.append(current)
-            current = 0
-    return sizes
+    return [(r["offset"], r["key"], r["value"]) for r in read_topic(bootstrap, topic)]
 
 
 def test_poll_boundary_commits_each_batch_with_its_offsets(

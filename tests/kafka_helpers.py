@@ -1,0 +1,91 @@
+"""Reading and writing the real broker the way tests need it (shared by all tests).
+
+``read_topic`` reads what a downstream consumer would see (``read_committed`` by
+default) up to the end offsets at the time of the call; ``transaction_sizes``
+turns the offsets of a one-partition topic into committed transaction sizes,
+since every commit marker takes one offset.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+
+def wait_for(condition: Callable[[], Any], timeout: float, what: str, interval: float = 0.2) -> Any:
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        last = condition()
+        if last:
+            return last
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}; last: {last!r}")
+
+
+
+def create_topic(bootstrap: str, name: str, partitions: int = 1) -> None:
+    from confluent_kafka.admin import NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for f in admin.create_topics([NewTopic(name, partitions, 1)]).values():
+        f.result()
+
+
+def read_topic(bootstrap: str, topic: str, isolation: str = "read_committed",
+               timeout: float = 30) -> list[dict[str, Any]]:
+    """Every record of ``topic`` visible at ``isolation``, read up to the end offsets."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    meta = admin.list_topics(topic, timeout=10).topics[topic]
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "e2e-reader",
+                         "isolation.level": isolation, "enable.auto.commit": False,
+                         "auto.offset.reset": "earliest"})
+    tps = [TopicPartition(topic, p, 0) for p in meta.partitions]
+    consumer.assign(tps)
+    ends = {}
+    for tp in tps:
+        _, high = consumer.get_watermark_offsets(TopicPartition(topic, tp.partition), timeout=10)
+        ends[tp.partition] = high
+    out: list[dict[str, Any]] = []
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            positions = {tp.partition: tp.offset for tp in consumer.position(
+                [TopicPartition(topic, p) for p in ends])}
+            if all(positions[p] >= ends[p] for p in ends if ends[p] > 0):
+                break
+            msg = consumer.poll(0.2)
+            if msg is None or msg.error():
+                continue
+            value = msg.value()
+            out.append({"partition": msg.partition(), "offset": msg.offset(),
+                        "key": msg.key(),
+                        "value": orjson.loads(value) if value is not None else None})
+    finally:
+        consumer.close()
+    return out
+
+
+def sequences(records: list[dict[str, Any]]) -> dict[int, list[int]]:
+    """Sequence numbers per source partition, in the order they were read."""
+    out: dict[int, list[int]] = {}
+    for r in records:
+        out.setdefault(int(r["value"]["partition"]), []).append(int(r["value"]["seq"]))
+    return out
+
+
+
+def transaction_sizes(offsets: list[int]) -> list[int]:
+    """Runs of consecutive offsets in one partition: each commit marker ends a run."""
+    sizes, run = [], 0
+    for i, off in enumerate(offsets):
+        run += 1
+        if i + 1 == len(offsets) or offsets[i + 1] != off + 1:
+            sizes.append(run)
+            run = 0
+    return sizes

@@ -54,6 +54,7 @@ class TransactionContext(Protocol):
     """Lets a task define its own transaction boundaries.
 
     Only available when the connector runs with ``transaction.boundary=connector``
+    on a worker with ``exactly.once.source.support=enabled``
     (``SourceTaskContext.transaction_context()`` returns None otherwise).
 
     * ``commit_transaction()`` / ``abort_transaction()`` act after the *next*
@@ -84,7 +85,8 @@ class SourceTaskContext(Protocol):
     def offset_storage_reader(self) -> OffsetStorageReader: ...
 
     def transaction_context(self) -> TransactionContext | None:
-        """The transaction context, or None unless ``transaction.boundary=connector``."""
+        """The transaction context, or None unless ``transaction.boundary=connector``
+        and the worker runs tasks exactly-once."""
         ...
 
 
@@ -119,6 +121,9 @@ class SourceTask(ABC):
     def commit(self) -> None:  # noqa: B027 - optional hook, empty by design
         """Called after each successful transaction commit, after ``commit_record``s.
 
+        At-least-once (worker ``exactly.once.source.support`` disabled or
+        preparing): called after each successful offset flush instead, every
+        ``offset.flush.interval.ms`` even when there was nothing to flush.
         Not guaranteed to run after every commit (the process may die in
         between): never track offsets here, use source offsets.
         """
@@ -130,6 +135,11 @@ class SourceTask(ABC):
 
         ``metadata`` is None for a record whose transaction was aborted on the
         connector's request, or that a transform dropped.
+
+        At-least-once (worker ``exactly.once.source.support`` disabled or
+        preparing): called once the broker acknowledged the record, before its
+        offset is flushed, in acknowledgement order (poll order within a Kafka
+        partition, not across partitions); never for a record that failed.
         """
 
     @abstractmethod

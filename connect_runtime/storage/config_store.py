@@ -65,6 +65,10 @@ COMMIT_TASKS_PREFIX = "commit-"
 TARGET_STATE_PREFIX = "target-state-"
 TASK_COUNT_RECORD_PREFIX = "tasks-fencing-"
 SESSION_KEY_KEY = "session-key"
+# Not a Kafka Connect key (Connect spreads the leader's URL through group member
+# metadata, which librdkafka does not expose): the elected leader writes its REST
+# URL here with its fenced transactional producer, so a zombie cannot overwrite it.
+LEADER_KEY = "leader"
 # Written by Kafka Connect (KIP-745 restarts, KIP-976 logger levels); not modelled here.
 _IGNORED_PREFIXES = ("restart-connector-", "logger-cluster-")
 
@@ -126,6 +130,7 @@ class ClusterConfigState:
 
     offset: int = -1
     session_key: SessionKey | None = None
+    leader_url: str | None = None
     _connector_configs: Mapping[str, Config] = field(default_factory=dict)
     _target_states: Mapping[str, str] = field(default_factory=dict)
     _task_configs: Mapping[str, tuple[Config, ...]] = field(default_factory=dict)
@@ -182,6 +187,7 @@ class _MutableState:
 
     offset: int = -1
     session_key: SessionKey | None = None
+    leader_url: str | None = None
     connector_configs: dict[str, Config] = field(default_factory=dict)
     target_states: dict[str, str] = field(default_factory=dict)
     task_configs: dict[str, tuple[Config, ...]] = field(default_factory=dict)
@@ -195,6 +201,7 @@ class _MutableState:
         return ClusterConfigState(
             offset=self.offset,
             session_key=self.session_key,
+            leader_url=self.leader_url,
             _connector_configs=dict(self.connector_configs),
             _target_states=dict(self.target_states),
             _task_configs=dict(self.task_configs),
@@ -303,6 +310,11 @@ class _RecordProcessor:
             return self._task_count(key[len(TASK_COUNT_RECORD_PREFIX):], value)
         if key == SESSION_KEY_KEY:
             return self._session_key(value)
+        if key == LEADER_KEY:
+            data = _load_dict("leader record", value) if value else None
+            url = data.get("url") if data else None
+            self.state.leader_url = url if isinstance(url, str) else None
+            return lambda listener: listener.on_session_key_update()
         if not key.startswith(_IGNORED_PREFIXES):
             log.error("Discarding config record with unknown key %r", key)
         return None
@@ -580,6 +592,10 @@ class ConfigStore:
 
     def put_task_count_record(self, name: str, count: int, timeout: float = 30.0) -> None:
         self._write([(TASK_COUNT_RECORD_PREFIX + name, task_count_record(count))], timeout)
+
+    def put_leader(self, url: str, worker_id: str, timeout: float = 30.0) -> None:
+        """Publish the leader's REST URL (see ``LEADER_KEY``)."""
+        self._write([(LEADER_KEY, _json({"url": url, "worker_id": worker_id}))], timeout)
 
     def put_session_key(self, key: bytes, algorithm: str, creation_ms: int,
                         timeout: float = 30.0) -> None:

@@ -17,6 +17,7 @@ import logging
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from typing import Any
 
 from connect_runtime import __version__
@@ -33,6 +34,8 @@ from connect_runtime.errors import (
     ConflictException,
     ConnectError,
     NotFoundException,
+    NotLeaderException,
+    ProducerFencedError,
 )
 from connect_runtime.plugins import list_connector_plugins, resolve_connector_class
 from connect_runtime.storage.config_store import ClusterConfigState, ConfigStore
@@ -59,6 +62,9 @@ from connect_runtime.worker.task_spec import TaskSpec
 log = logging.getLogger(__name__)
 
 READ_TIMEOUT_S = 60.0
+# How long a rotated-out session key is still accepted (slots learn the new key
+# from their next heartbeat answer, within a second).
+PREVIOUS_KEY_GRACE_S = 300.0
 RECONCILE_PERIOD_S = 1.0
 _INITIAL_STATES = {
     None: TargetState.STARTED, "RUNNING": TargetState.STARTED,
@@ -91,14 +97,95 @@ class DistributedHerder:
         self._stopping = threading.Event()
         self._stop_lock = threading.Lock()
         self._stopped = False
+        # Leadership: set by GroupMembership callbacks (become_leader / step_down).
+        self._leader = False
+        self._leadership_lock = threading.Lock()
+        self._last_key: bytes | None = None
+        self._recent_keys: dict[bytes, float] = {}  # rotated-out key -> accepted until
+        self._key_lock = threading.Lock()
+        self.is_member_leader: Callable[[], bool] = lambda: self._leader
         self._thread = threading.Thread(target=self._reconcile_loop, name="herder", daemon=True)
         self.started = threading.Event()
 
     # ------------------------------------------------------------ lifecycle
 
     def start(self) -> None:
-        self._ensure_session_key()
         self._thread.start()
+
+    # ----------------------------------------------------------- leadership
+
+    @property
+    def is_leader(self) -> bool:
+        return self._leader
+
+    def become_leader(self) -> None:
+        """Called when this worker wins partition 0 of the config topic.
+
+        ``init_transactions`` of ``connect-cluster-<group.id>`` fences the previous
+        leader, then the leader publishes its URL and takes over reconciliation
+        (connector instances and Spark jobs). Retries until done or demoted.
+        """
+        with self._leadership_lock:
+            while self.is_member_leader() and not self._stopping.is_set():
+                try:
+                    self.config_store.claim_write_privileges()
+                    self.started.wait()
+                    self.config_store.read_to_end(READ_TIMEOUT_S)
+                    self._leader = True
+                    self.config_store.put_leader(self.worker_url, self.worker_id)
+                    self._ensure_session_key()
+                    break
+                except Exception:
+                    self._leader = False
+                    log.exception("could not take over as leader; retrying")
+                    self.config_store.relinquish_write_privileges()
+                    time.sleep(1.0)
+        self.wake()
+
+    def step_down(self) -> None:
+        """Called when this worker loses leadership: stop hosting, stop writing."""
+        with self._leadership_lock:
+            self._leader = False
+            for name in list(self._running_generation):
+                self._stop_tasks(name)
+            for host in list(self._hosted.values()):
+                host.stop()
+            self._hosted.clear()
+            self._failed_jobs.clear()
+            self.config_store.relinquish_write_privileges()
+        log.info("stepped down: tasks and connectors stopped, config writes relinquished")
+
+    def leader_url(self) -> str | None:
+        return self.worker_url if self._leader else self.config_store.snapshot().leader_url
+
+    def _require_leader(self, what: str) -> None:
+        if not self._leader:
+            url = self.config_store.snapshot().leader_url
+            raise NotLeaderException(
+                f"Cannot {what}: this worker is not the leader"
+                + (f"; the leader is {url}" if url else " and no leader is known"), url)
+
+    def _write(self, what: str, write: Callable[[], None]) -> None:
+        """A config-topic write by the leader; a fenced write is an error, never a drop."""
+        self._require_leader(what)
+        with self._write_lock:
+            try:
+                write()
+            except ProducerFencedError as e:
+                # Another worker claimed connect-cluster-<group.id>: we may be a zombie.
+                # If the group still says we lead, claim again for the next request.
+                if self.is_member_leader():
+                    threading.Thread(target=self._reclaim, daemon=True).start()
+                raise ConflictException(
+                    f"Cannot {what}: this worker's config-topic producer was fenced by a "
+                    f"newer leader ({e}); the request was not applied. Retry it.") from e
+        self.wake()
+
+    def _reclaim(self) -> None:
+        try:
+            self.config_store.claim_write_privileges()
+        except Exception:
+            log.exception("re-claiming config-topic write privileges failed")
 
     def stop(self) -> None:
         """Stop every task gracefully (final commits), then every connector instance.
@@ -126,6 +213,8 @@ class DistributedHerder:
     # ------------------------------------------------------- session key
 
     def _ensure_session_key(self) -> None:
+        if not self._leader:
+            return
         snap = self.config_store.snapshot()
         ttl_ms = int(self.config["inter.worker.key.ttl.ms"])
         key = snap.session_key
@@ -133,18 +222,56 @@ class DistributedHerder:
             return
         algorithm = str(self.config["inter.worker.key.generation.algorithm"])
         raw = signing.generate_key(algorithm, self.config.get("inter.worker.key.size"))
-        with self._write_lock:
-            self.config_store.put_session_key(raw, algorithm, int(time.time() * 1000))
+        self._write("rotate the session key", lambda: self.config_store.put_session_key(
+            raw, algorithm, int(time.time() * 1000)))
 
     def session_key(self) -> tuple[bytes, str] | None:
         key = self.config_store.snapshot().session_key
-        return None if key is None else (key.key, key.algorithm)
+        if key is None:
+            return None
+        self.note_session_key(key.key)
+        return key.key, key.algorithm
+
+    def note_session_key(self, current: bytes | None = None) -> None:
+        """Remember rotated-out keys for a grace period (called on every key record).
+
+        Long-running task slots signing with an old key are then not locked out
+        before they learn the new one.
+        """
+        if current is None:
+            snap_key = self.config_store.snapshot().session_key
+            if snap_key is None:
+                return
+            current = snap_key.key
+        with self._key_lock:
+            if self._last_key is not None and self._last_key != current:
+                self._recent_keys[self._last_key] = time.monotonic() + PREVIOUS_KEY_GRACE_S
+            self._last_key = current
+            now = time.monotonic()
+            self._recent_keys = {k: t for k, t in self._recent_keys.items() if t > now}
+
+    def session_key_b64(self) -> str | None:
+        key = self.session_key()
+        return base64.b64encode(key[0]).decode("ascii") if key else None
 
     def verify_internal_request(self, headers: dict[str, str], body: bytes) -> None:
         """KIP-507 check for internal routes; raises signing.SignatureError."""
         key = self.session_key()
-        signing.verify(key[0] if key else None,
-                       list(self.config["inter.worker.verification.algorithms"]), headers, body)
+        accepted = list(self.config["inter.worker.verification.algorithms"])
+        try:
+            signing.verify(key[0] if key else None, accepted, headers, body)
+        except signing.SignatureError as e:
+            if e.status != 403:
+                raise
+            with self._key_lock:
+                recent = [k for k, t in self._recent_keys.items() if t > time.monotonic()]
+            for old in recent:
+                try:
+                    signing.verify(old, accepted, headers, body)
+                    return
+                except signing.SignatureError:
+                    continue
+            raise
 
     # ------------------------------------------------------------ reading
 
@@ -252,23 +379,23 @@ class DistributedHerder:
         config = {**config, "name": name}
         if name in self._snapshot(refresh=True).connectors():
             raise AlreadyExistsException(f"Connector {name} already exists")
+        self._require_leader(f"create connector {name}")
         self._validate_or_raise(config)
-        with self._write_lock:
-            self.config_store.put_connector_config(name, config,
-                                                   _INITIAL_STATES[initial_state].value)
-        self.wake()
+        target = _INITIAL_STATES[initial_state].value
+        self._write(f"create connector {name}",
+                    lambda: self.config_store.put_connector_config(name, config, target))
         return ConnectorInfo(name, config, [])
 
     def put_connector_config(self, name: str,
                              config: dict[str, str]) -> tuple[bool, ConnectorInfo]:
+        self._require_leader(f"update the config of connector {name}")
         snap = self._snapshot(refresh=True)
         if snap.connector_config(name) is None:
             return True, self.create_connector(name, config)
         config = {**config, "name": name}
         self._validate_or_raise(config)
-        with self._write_lock:
-            self.config_store.put_connector_config(name, config, None)
-        self.wake()
+        self._write(f"update the config of connector {name}",
+                    lambda: self.config_store.put_connector_config(name, config, None))
         return False, ConnectorInfo(name, config, [ConnectorTaskId(name, i)
                                                    for i in range(snap.task_count(name))])
 
@@ -281,16 +408,16 @@ class DistributedHerder:
         return self.put_connector_config(name, merged)[1]
 
     def delete_connector(self, name: str) -> None:
+        self._require_leader(f"delete connector {name}")
         self._require(self._snapshot(refresh=True), name)
-        with self._write_lock:
-            self.config_store.remove_connector_config(name)
-        self.wake()
+        self._write(f"delete connector {name}",
+                    lambda: self.config_store.remove_connector_config(name))
 
     def _set_target(self, name: str, target: TargetState) -> None:
+        self._require_leader(f"change the target state of connector {name}")
         self._require(self._snapshot(refresh=True), name)
-        with self._write_lock:
-            self.config_store.put_target_state(name, target.value)
-        self.wake()
+        self._write(f"set connector {name} to {target.value}",
+                    lambda: self.config_store.put_target_state(name, target.value))
 
     def pause_connector(self, name: str) -> None:
         self._set_target(name, TargetState.PAUSED)
@@ -303,6 +430,7 @@ class DistributedHerder:
 
     def restart_connector(self, name: str, include_tasks: bool,
                           only_failed: bool) -> ConnectorStateInfo:
+        self._require_leader(f"restart connector {name}")
         status = self.connector_status(name)
         if not only_failed or status.connector.state == State.FAILED.value:
             self._restart_connector.add(name)
@@ -316,6 +444,7 @@ class DistributedHerder:
         return status
 
     def restart_task(self, name: str, task: int) -> None:
+        self._require_leader(f"restart task {name}-{task}")
         # KIP-618: read to the end first, so a stale view cannot restart a task
         # whose source partitions now belong to another task.
         snap = self._snapshot(refresh=True)
@@ -341,6 +470,7 @@ class DistributedHerder:
 
     def fence_zombies(self, name: str) -> None:
         """KIP-618 "Zombie fencing by the leader", steps 3-9."""
+        self._require_leader(f"fence zombie tasks of {name}")
         with self._fence_locks[name]:
             snap = self._snapshot(refresh=True)
             self._require(snap, name)
@@ -358,8 +488,8 @@ class DistributedHerder:
                 raise ConflictException(
                     f"New task configs for {name} were written during zombie fencing; "
                     "the tasks will retry with the new generation")
-            with self._write_lock:
-                self.config_store.put_task_count_record(name, new)
+            self._write(f"write the task-count record of {name}",
+                        lambda: self.config_store.put_task_count_record(name, new))
 
     # ------------------------------------------------------ reconciliation
 
@@ -370,15 +500,23 @@ class DistributedHerder:
             if self._stopping.is_set():
                 return
             try:
-                self._ensure_session_key()
-                snap = self._snapshot()
-                for name in set(snap.connectors()) | set(self._hosted) | set(
-                        self._running_generation):
-                    self._reconcile(name, snap)
-                    snap = self._snapshot()
+                self._reconcile_all()
             except Exception:
                 log.exception("reconcile pass failed; retrying")
                 time.sleep(RECONCILE_PERIOD_S)
+
+    def _reconcile_all(self) -> None:
+        # Under the leadership lock: a step-down waits for the pass to finish, so it
+        # never races a pass that is starting tasks.
+        with self._leadership_lock:
+            if not self._leader:
+                return
+            self._ensure_session_key()
+            snap = self._snapshot()
+            for name in set(snap.connectors()) | set(self._hosted) | set(
+                    self._running_generation):
+                self._reconcile(name, snap)
+                snap = self._snapshot()
 
     def _reconcile(self, name: str, snap: ClusterConfigState) -> None:
         config = snap.connector_config(name)
@@ -399,8 +537,9 @@ class DistributedHerder:
                 self._put_connector_status(name, host, snap)
                 return
             if configs != snap.task_configs(name) or (not snap.task_count(name) and configs):
-                with self._write_lock:
-                    self.config_store.put_task_configs(name, configs)
+                new_configs = configs
+                self._write(f"write task configs of {name}",
+                            lambda: self.config_store.put_task_configs(name, new_configs))
                 return  # the listener wakes us with the new generation
         self._ensure_tasks(name, snap, paused=target is TargetState.PAUSED)
         host.state = State.PAUSED if target is TargetState.PAUSED else State.RUNNING
@@ -459,9 +598,9 @@ class DistributedHerder:
         host = self._hosted.pop(name, None)
         if host is not None:
             host.stop()
-        if snap.task_count(name):
-            with self._write_lock:  # Connect (KIP-875) empties the task configs of a stopped one
-                self.config_store.put_task_configs(name, [])
+        if snap.task_count(name):  # Connect (KIP-875) empties the task configs of a stopped one
+            self._write(f"clear task configs of stopped {name}",
+                        lambda: self.config_store.put_task_configs(name, []))
         current = self.status_store.connector_status(name)
         if current is None or current.state != State.STOPPED.value:
             self.status_store.put_connector(name, State.STOPPED.value, self.worker_id)
@@ -479,7 +618,8 @@ class DistributedHerder:
     def _put_connector_status(self, name: str, host: HostedConnector,
                               snap: ClusterConfigState) -> None:
         current = self.status_store.connector_status(name)
-        if current is None or (current.state, current.trace) != (host.state.value, host.trace):
+        if current is None or (current.state, current.trace, current.worker_id) != (
+                host.state.value, host.trace, self.worker_id):
             self.status_store.put_connector(name, host.state.value, self.worker_id, host.trace,
                                             generation=snap.config_generation(name))
 
@@ -526,6 +666,7 @@ class DistributedHerder:
             worker_url=self.worker_url, worker_id=self.worker_id,
             eos_support=config.eos_support,
             offset_flush_interval_ms=int(config["offset.flush.interval.ms"]),
+            offset_flush_timeout_ms=int(config["offset.flush.timeout.ms"]),
             graceful_timeout_ms=int(config["task.shutdown.graceful.timeout.ms"]),
             producer_overrides=self._overrides("producer"),
             consumer_overrides=self._overrides("consumer"),

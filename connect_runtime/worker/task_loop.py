@@ -41,7 +41,6 @@ from typing import TYPE_CHECKING, Any
 from connect_runtime.api.task import SourceTask
 from connect_runtime.errors import (
     ConnectError,
-    DataException,
     KafkaClientError,
     ProducerFencedError,
     translate_kafka_error,
@@ -52,6 +51,7 @@ from connect_runtime.storage.offsets import (
     validate_partition_or_offset,
 )
 from connect_runtime.worker.boundaries import BoundaryPolicy, Decision
+from connect_runtime.worker.record_sender import RecordSender, mirror_tombstones_first
 
 if TYPE_CHECKING:
     from confluent_kafka import Producer
@@ -61,10 +61,6 @@ if TYPE_CHECKING:
     from connect_runtime.storage.offsets import GlobalOffsetMirror
 
 log = logging.getLogger(__name__)
-
-# librdkafka raises BufferError when its local queue is full; waiting this long
-# for deliveries to drain before retrying keeps the loop from spinning.
-_QUEUE_FULL_BACKOFF_S = 0.05
 
 
 def _as_fenced(error: BaseException) -> ProducerFencedError | None:
@@ -170,6 +166,10 @@ class ExactlyOnceTaskLoop:
         self.offset_mirror = offset_mirror
         self.create_topic = create_topic
         self.on_paused = on_paused
+        self._sender = RecordSender(
+            label=label, producer=producer, forbidden_topics=forbidden_topics,
+            key_converter=key_converter, value_converter=value_converter,
+            create_topic=create_topic)
         self.stats = TransactionStats()
         # Overriding commit_record is what makes per-record metadata worth its cost.
         self._wants_metadata = type(task).commit_record is not SourceTask.commit_record
@@ -181,7 +181,6 @@ class ExactlyOnceTaskLoop:
         # partition object; deduplicated by serialized key only at commit time.
         self._pending_offsets: dict[int, tuple[int, Any, Any]] = {}
         self._order = itertools.count()
-        self._checked_topics: set[str] = set()
 
     # ------------------------------------------------------------------ loop
 
@@ -250,30 +249,8 @@ class ExactlyOnceTaskLoop:
     def _send(self, record: SourceRecord) -> None:
         if not self._in_txn:
             self._begin()  # step 1
-        topic = record.topic
-        if topic not in self._checked_topics:
-            self._check_topic(topic)
-        try:
-            key = self.key_converter.from_connect(topic, record.key)
-            value = self.value_converter.from_connect(topic, record.value)
-        except DataException:
-            raise
-        except Exception as e:
-            raise DataException(f"Task {self.label} could not convert a record for topic "
-                                f"{topic!r}: {e}") from e
-        partition = record.partition if record.partition is not None else -1
-        timestamp = record.timestamp or 0
         callback = self._delivery_callback(len(self._txn_records)) if self._wants_metadata else None
-        while True:  # step 2
-            try:
-                self.producer.produce(topic, value, key, partition=partition,
-                                      on_delivery=callback, timestamp=timestamp,
-                                      headers=record.headers)
-                break
-            except BufferError:
-                self.producer.poll(_QUEUE_FULL_BACKOFF_S)
-            except Exception as e:
-                raise translate_kafka_error(e, f"produce to {topic!r} by task {self.label}") from e
+        self._sender.send(record, callback)  # step 2
         self._txn_size += 1
         if self._wants_metadata:
             self._txn_records.append(record)
@@ -282,19 +259,6 @@ class ExactlyOnceTaskLoop:
         if source_partition is not None:
             self._pending_offsets[id(source_partition)] = (
                 next(self._order), source_partition, record.source_offset)
-
-    def _check_topic(self, topic: Any) -> None:
-        if not isinstance(topic, str) or not topic:
-            raise DataException(f"Task {self.label} returned a record with topic {topic!r}; "
-                                "a record's topic must be a non-empty string")
-        if topic in self.forbidden_topics:
-            raise DataException(
-                f"Task {self.label} returned a record for topic {topic!r}, which is one of the "
-                "worker's internal topics (config, status or offsets); a task must never "
-                "produce to its own offsets topic or to the cluster's internal topics")
-        if self.create_topic is not None:
-            self.create_topic(topic)  # KIP-158 topic.creation.default.*; once per topic
-        self._checked_topics.add(topic)
 
     def _delivery_callback(self, index: int) -> Callable[[Any, Any], None]:
         def delivered(err: Any, msg: Any) -> None:
@@ -337,16 +301,9 @@ class ExactlyOnceTaskLoop:
 
     def _mirror_tombstones_first(self, written: list[tuple[bytes, bytes | None]],
                                  deadline: float) -> None:
-        """With a per-connector offsets topic, a tombstone there falls back to the
-        global topic's offset in the combined view; so, as Kafka Connect does, the
-        global topic gets the tombstone before the transaction commits."""
-        if self.offset_mirror is None:
-            return
-        tombstones = [(k, v) for k, v in written if v is None]
-        if not tombstones:
-            return
-        self.offset_mirror.submit(tombstones)
-        if not self.offset_mirror.flush(max(deadline - time.monotonic(), 1.0)):
+        """Tombstones reach the global topic before the transaction commits (see
+        :func:`~connect_runtime.worker.record_sender.mirror_tombstones_first`)."""
+        if not mirror_tombstones_first(self.offset_mirror, written, deadline):
             raise ConnectError(f"Task {self.label}: could not write offset tombstones to the "
                                "global offsets topic before committing; not committing")
 
@@ -359,16 +316,7 @@ class ExactlyOnceTaskLoop:
             if offset is not None:
                 validate_partition_or_offset(offset, "offset")
             latest[serialize_key(self.connector, partition)] = serialize_value(offset)
-        for key, value in latest.items():
-            while True:
-                try:
-                    self.producer.produce(self.offsets_topic, value, key)
-                    break
-                except BufferError:
-                    self.producer.poll(_QUEUE_FULL_BACKOFF_S)
-                except Exception as e:
-                    raise translate_kafka_error(
-                        e, f"write offsets to {self.offsets_topic!r} for task {self.label}") from e
+        self._sender.produce_offsets(self.offsets_topic, latest.items())
         return list(latest.items())
 
     def _commit(self, deadline: float) -> None:

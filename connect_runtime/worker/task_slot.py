@@ -12,6 +12,8 @@ A slot runs task instances one after another until the driver says stop:
   work: it reports FAILED and waits for a REST restart, as Connect would.
 * Startup abandoned (a newer generation exists) or a fenced producer ends the
   slot quietly: the newer generation owns the work.
+* The task loop follows ``exactly.once.source.support``: transactional when
+  ``enabled``, at-least-once (Connect's regular source task) otherwise.
 
 Errors cross the process boundary as formatted text (the traceback string), so
 an exception that does not pickle still reaches the status topic intact.
@@ -19,10 +21,13 @@ an exception that does not pickle still reaches the status topic intact.
 
 from __future__ import annotations
 
+import base64
+import dataclasses
 import logging
 import os
 import socket
 import threading
+import time
 import traceback
 import uuid
 from collections.abc import Iterator
@@ -31,8 +36,10 @@ from urllib.parse import quote
 
 import httpx
 
+from connect_runtime.storage.config_store import read_config_snapshot
 from connect_runtime.storage.offsets import GlobalOffsetMirror
 from connect_runtime.worker import signing
+from connect_runtime.worker.at_least_once_loop import AtLeastOnceTaskLoop
 from connect_runtime.worker.states import State
 from connect_runtime.worker.task_loop import ExactlyOnceTaskLoop, LoopSignals, Outcome
 from connect_runtime.worker.task_startup import StartupAbandoned, start_task
@@ -43,6 +50,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 HEARTBEAT_INTERVAL_S = 0.25
+KEY_REFRESH_INTERVAL_S = 5.0
 CMD_RUN, CMD_PAUSE, CMD_STOP = "run", "pause", "stop"
 
 
@@ -64,6 +72,10 @@ class SlotControl:
         # The restart counter the current task instance started under; a different
         # value from the driver means "restart": stop this instance, start anew.
         self.running_restart_seq: int | None = None
+        # The key to sign with; starts as the one the spec was built with and
+        # follows the leader's rotations through heartbeat answers.
+        self.session_key = spec.session_key
+        self._next_key_refresh = 0.0
         self.changed = threading.Condition()
         self._closed = threading.Event()
         self._report_now = threading.Event()
@@ -121,10 +133,13 @@ class SlotControl:
         try:
             content = httpx.Request("POST", self.url, json=body).content
             headers = {"Content-Type": "application/json",
-                       **signing.sign_headers(self.spec.session_key,
+                       **signing.sign_headers(self.session_key,
                                               self.spec.session_key_algorithm, content)}
             response = self._client.post(self.url, content=content, headers=headers)
             answer: dict[str, Any]
+            if response.status_code == 403:
+                self._refresh_key()  # signed with a key the leader no longer accepts
+                return
             if response.status_code == 404:
                 answer = {"command": CMD_STOP, "restart_seq": self.restart_seq or 0}
             else:
@@ -138,9 +153,26 @@ class SlotControl:
         with self.changed:
             self.command = str(answer.get("command", CMD_RUN))
             self.restart_seq = int(answer.get("restart_seq", 0))
+            if answer.get("session_key"):  # the leader rotated its key (KIP-507 TTL)
+                self.session_key = str(answer["session_key"])
             self.changed.notify_all()
         if self.signals is not None:
             self._apply(self.signals)
+
+    def _refresh_key(self) -> None:
+        """Read the current session key from the config topic (at most every 5 s)."""
+        now = time.monotonic()
+        if now < self._next_key_refresh:
+            return
+        self._next_key_refresh = now + KEY_REFRESH_INTERVAL_S
+        try:
+            snapshot = read_config_snapshot(self.spec.bootstrap_servers, self.spec.config_topic,
+                                            self.spec.consumer_overrides, timeout=30)
+        except Exception as e:
+            log.warning("task %s: could not read the session key: %r", self.spec.task_label, e)
+            return
+        if snapshot.session_key is not None:
+            self.session_key = base64.b64encode(snapshot.session_key.key).decode("ascii")
 
     def _apply(self, signals: LoopSignals) -> None:
         stop = self.command == CMD_STOP or (
@@ -172,7 +204,9 @@ def _run_instance(spec: TaskSpec, control: SlotControl) -> Outcome | None:
     started = None
     mirror = None
     try:
-        started = start_task(spec, lambda: signals.stop)
+        # Sign the fence request with the current key, not the one of submission time.
+        current = dataclasses.replace(spec, session_key=control.session_key)
+        started = start_task(current, lambda: signals.stop)
         control.attach(signals, started.task)
         if signals.stop:
             return Outcome.STOPPED
@@ -180,18 +214,25 @@ def _run_instance(spec: TaskSpec, control: SlotControl) -> Outcome | None:
             mirror = GlobalOffsetMirror(spec.bootstrap_servers, spec.global_offsets_topic,
                                         spec.producer_overrides)
         control.report(State.PAUSED if signals.paused else State.RUNNING)
-        loop = ExactlyOnceTaskLoop(
+        common: dict[str, Any] = dict(
             label=spec.task_label, connector=spec.connector, task=started.task,
             producer=started.producer, offsets_topic=started.offsets_topic,
             forbidden_topics=frozenset(
                 t for t in (spec.config_topic, spec.global_offsets_topic,
                             started.connector_offsets_topic, spec.status_topic) if t),
             key_converter=started.key_converter, value_converter=started.value_converter,
-            boundary=started.boundary, signals=signals,
-            transaction_timeout_s=started.transaction_timeout_s,
-            offset_mirror=mirror, create_topic=started.create_topic,
+            signals=signals, offset_mirror=mirror, create_topic=started.create_topic,
             on_paused=lambda p: control.report(State.PAUSED if p else State.RUNNING),
         )
+        loop: ExactlyOnceTaskLoop | AtLeastOnceTaskLoop
+        if started.boundary is not None:  # exactly.once.source.support=enabled
+            loop = ExactlyOnceTaskLoop(boundary=started.boundary,
+                                       transaction_timeout_s=started.transaction_timeout_s,
+                                       **common)
+        else:  # disabled or preparing: Connect's at-least-once WorkerSourceTask
+            loop = AtLeastOnceTaskLoop(offset_flush_interval_s=started.offset_flush_interval_s,
+                                       offset_flush_timeout_s=started.offset_flush_timeout_s,
+                                       **common)
         outcome = loop.run()
         return outcome
     except StartupAbandoned as e:
@@ -242,6 +283,12 @@ def run_slot(spec: TaskSpec, attempt: int) -> str:
             if outcome is None:
                 return "abandoned"
             if outcome is Outcome.FENCED:
+                # Usually a newer generation fenced us, and the worker ignores reports
+                # of stale generations. If not, the user must see why the task stopped.
+                control.report(State.FAILED, (
+                    f"Task {spec.task_label}: its producer (transactional.id "
+                    f"{spec.transactional_id}) was fenced by another producer with the same "
+                    "transactional.id; this instance stopped without committing."))
                 return "fenced"
             if control.command == CMD_STOP:
                 control.report(State.UNASSIGNED)

@@ -30,6 +30,8 @@ class TaskSpec:
     eos_support: str
     offset_flush_interval_ms: int
     graceful_timeout_ms: int
+    # At-least-once tasks only: how long one offset flush may take.
+    offset_flush_timeout_ms: int = 5000
     producer_overrides: dict[str, str] = field(default_factory=dict)
     consumer_overrides: dict[str, str] = field(default_factory=dict)
     admin_overrides: dict[str, str] = field(default_factory=dict)

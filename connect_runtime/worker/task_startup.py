@@ -12,6 +12,17 @@
 
 "Abandon" is not failure: a newer generation of tasks replaces this one, so the
 slot ends quietly and its status is left to the newer generation.
+
+At-least-once mode (``exactly.once.source.support`` is ``disabled`` or
+``preparing``; Kafka Connect's regular source task): steps 1, 2 and 5 are
+skipped (no fencing, no generation checks: nothing is transactional, so there is
+nothing to fence), and step 4 creates an idempotent producer *without* a
+``transactional.id``. Offsets are still read ``read_committed`` in step 6: that
+is what Connect does for regular tasks too (``isolation.level`` defaults to
+read_committed for their offset consumers), and after a soft downgrade from
+``enabled`` it keeps offsets of aborted transactions out of the view. The
+``transaction.boundary`` keys do not apply: offsets are flushed every
+``offset.flush.interval.ms``; a non-default boundary is logged once at start.
 """
 
 from __future__ import annotations
@@ -59,15 +70,25 @@ class StartupFailed(ConnectError):
 
 @dataclass
 class StartedTask:
+    """A started task and what its loop needs.
+
+    ``boundary`` picks the loop: set (``exactly.once.source.support=enabled``) for
+    the transactional loop, which also uses ``transaction_timeout_s``; None for the
+    at-least-once loop, which uses ``offset_flush_interval_s`` and
+    ``offset_flush_timeout_s`` instead.
+    """
+
     task: SourceTask
     producer: Producer
     offsets_topic: str
     connector_offsets_topic: str | None
     key_converter: Converter
     value_converter: Converter
-    boundary: BoundaryPolicy
+    boundary: BoundaryPolicy | None
     transaction_timeout_s: float
     create_topic: Callable[[str], None] | None = None
+    offset_flush_interval_s: float = 60.0
+    offset_flush_timeout_s: float = 5.0
 
 
 class _TaskContext:
@@ -126,26 +147,36 @@ def check_generation(spec: TaskSpec, step: str) -> None:
             f"{spec.connector}; zombie fencing has not completed")
 
 
-def producer_config(spec: TaskSpec, connector_config: ConnectorConfig) -> dict[str, Any]:
+def producer_config(spec: TaskSpec, connector_config: ConnectorConfig,
+                    transactional: bool = True) -> dict[str, Any]:
     """Task producer settings: defaults < worker producer.* < connector overrides.
 
-    ``transactional.id`` is always ``<group.id>-<connector>-<task>`` (KIP-618).
+    ``transactional``: ``transactional.id`` is always ``<group.id>-<connector>-<task>``
+    (KIP-618). Otherwise (at-least-once) there is none, whatever the user set, and
+    no ``transaction.timeout.ms`` default; idempotence and ``acks=all`` stay the
+    defaults, which the user may override (as in Connect).
     """
     conf: dict[str, Any] = {
         "bootstrap.servers": spec.bootstrap_servers,
         "acks": "all",
         "enable.idempotence": True,
         "linger.ms": 5,
-        "transaction.timeout.ms": DEFAULT_TRANSACTION_TIMEOUT_MS,
         # A deep local queue lets poll batches of 10k+ records go out without
         # BufferError round trips.
         "queue.buffering.max.messages": 1_000_000,
         "queue.buffering.max.kbytes": 1_048_576,
     }
+    if transactional:
+        conf["transaction.timeout.ms"] = DEFAULT_TRANSACTION_TIMEOUT_MS
     conf.update(spec.producer_overrides)
     conf.update(connector_config.client_overrides("producer"))
-    conf["transactional.id"] = spec.transactional_id
     conf["client.id"] = f"connect-{spec.transactional_id}"
+    if transactional:
+        conf["transactional.id"] = spec.transactional_id
+    elif conf.pop("transactional.id", None) is not None:
+        log.warning("Task %s: ignoring the producer's transactional.id: with "
+                    "exactly.once.source.support=%s task producers are not transactional",
+                    spec.task_label, spec.eos_support)
     return conf
 
 
@@ -158,6 +189,11 @@ def create_transactional_producer(spec: TaskSpec, conf: dict[str, Any]) -> Produ
     except Exception as e:
         raise translate_kafka_error(e, f"init_transactions for task {spec.task_label}") from e
     return producer
+
+
+def create_idempotent_producer(conf: dict[str, Any]) -> Producer:
+    """Step 4 of at-least-once startup: no transactions, so nothing to initialise."""
+    return create_producer(conf)
 
 
 def load_task_class(path: str) -> type[SourceTask]:
@@ -200,10 +236,13 @@ def _topic_creator(spec: TaskSpec,
 
 
 def start_task(spec: TaskSpec, should_stop: Any) -> StartedTask:
-    """Run steps 1-6. ``should_stop()`` is checked between steps."""
+    """Run steps 1-6 (in at-least-once mode only 3, 4 and 6). ``should_stop()`` is
+    checked between steps."""
     connector_config = ConnectorConfig(spec.connector_config)
-    request_fencing(spec)  # step 1
-    check_generation(spec, "startup read of the config topic")  # step 2
+    exactly_once = spec.eos_support == "enabled"
+    if exactly_once:
+        request_fencing(spec)  # step 1
+        check_generation(spec, "startup read of the config topic")  # step 2
     own_topic = connector_config.offsets_storage_topic
     if own_topic and own_topic != spec.global_offsets_topic:  # step 3
         admin = create_admin({"bootstrap.servers": spec.bootstrap_servers}, spec.admin_overrides)
@@ -211,10 +250,14 @@ def start_task(spec: TaskSpec, should_stop: Any) -> StartedTask:
                      spec.offsets_topic_replication_factor, compacted=True)
     if should_stop():
         raise StartupAbandoned("stop requested during startup")
-    conf = producer_config(spec, connector_config)
-    producer = create_transactional_producer(spec, conf)  # step 4
+    conf = producer_config(spec, connector_config, transactional=exactly_once)
+    producer = (create_transactional_producer(spec, conf) if exactly_once  # step 4
+                else create_idempotent_producer(conf))
     try:
-        check_generation(spec, "config topic read after creating the producer")  # step 5
+        if exactly_once:
+            check_generation(spec, "config topic read after creating the producer")  # step 5
+        else:
+            _log_ignored_boundary(spec, connector_config)
         reader = TaskOffsetStorageReader(  # step 6
             connector=spec.connector,
             bootstrap_servers=spec.bootstrap_servers,
@@ -224,7 +267,8 @@ def start_task(spec: TaskSpec, should_stop: Any) -> StartedTask:
         )
         key_conv, value_conv = _converters(spec, spec.connector_config)
         boundary_kind = connector_config.transaction_boundary.value
-        txn = TaskTransactionContext() if boundary_kind == "connector" else None
+        # Connect hands regular tasks no transaction context either.
+        txn = TaskTransactionContext() if exactly_once and boundary_kind == "connector" else None
         interval_ms = connector_config.transaction_boundary_interval_ms(
             spec.offset_flush_interval_ms)
         task = load_task_class(spec.task_config["task.class"])()
@@ -241,6 +285,20 @@ def start_task(spec: TaskSpec, should_stop: Any) -> StartedTask:
         connector_offsets_topic=own_topic if own_topic != spec.global_offsets_topic else None,
         key_converter=key_conv,
         value_converter=value_conv,
-        boundary=BoundaryPolicy(boundary_kind, interval_ms, txn),
-        transaction_timeout_s=float(conf["transaction.timeout.ms"]) / 1000,
+        boundary=BoundaryPolicy(boundary_kind, interval_ms, txn) if exactly_once else None,
+        transaction_timeout_s=float(
+            conf.get("transaction.timeout.ms", DEFAULT_TRANSACTION_TIMEOUT_MS)) / 1000,
+        offset_flush_interval_s=spec.offset_flush_interval_ms / 1000,
+        offset_flush_timeout_s=spec.offset_flush_timeout_ms / 1000,
     )
+
+
+def _log_ignored_boundary(spec: TaskSpec, connector_config: ConnectorConfig) -> None:
+    """At-least-once tasks have no transactions; say so once if the user asked for
+    a boundary other than the default."""
+    boundary = connector_config.transaction_boundary.value
+    if boundary != "poll":
+        log.warning("Task %s: ignoring transaction.boundary=%s: with "
+                    "exactly.once.source.support=%s tasks are at-least-once and write "
+                    "offsets every offset.flush.interval.ms (%d ms)", spec.task_label,
+                    boundary, spec.eos_support, spec.offset_flush_interval_ms)

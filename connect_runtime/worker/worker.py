@@ -35,6 +35,7 @@ from connect_runtime.storage.offsets import OffsetStore
 from connect_runtime.storage.status_store import StatusStore
 from connect_runtime.worker import signing
 from connect_runtime.worker.herder import DistributedHerder
+from connect_runtime.worker.membership import GroupMembership
 from connect_runtime.worker.spark_runner import SparkTaskRunner
 from rest import create_app
 from rest.errors import HttpError
@@ -67,6 +68,7 @@ class _WakeOnChange:
         self._herder.wake()
 
     def on_session_key_update(self) -> None:
+        self._herder.note_session_key()
         self._herder.wake()
 
 
@@ -88,6 +90,7 @@ class Worker:
         self.runner = SparkTaskRunner(config.spark_conf(), f"connect-runtime-{config.group_id}",
                                       on_job_failed=self._on_job_failed)
         self.herder: DistributedHerder | None = None
+        self.membership: GroupMembership | None = None
 
     def _on_job_failed(self, connector: str, generation: int, trace: str) -> None:
         if self.herder is not None:
@@ -95,26 +98,53 @@ class Worker:
 
     def start(self) -> DistributedHerder:
         if self.config.eos_support != "enabled":
-            log.warning("exactly.once.source.support=%s is not implemented yet: tasks still "
-                        "run exactly-once (transactional producers, fencing)",
+            log.warning("exactly.once.source.support=%s: tasks run at-least-once (no "
+                        "transactions, no zombie fencing); duplicates are possible",
                         self.config.eos_support)
         ensure_internal_topics(self.admin, InternalTopicSettings.from_worker_config(self.config))
         cluster_id = self._cluster_id()
         self.status_store.start(STARTUP_READ_TIMEOUT_S)
         self.offset_store.start(STARTUP_READ_TIMEOUT_S)
-        # Claim first: init_transactions aborts a dead leader's open transaction on
-        # the config topic, which would otherwise stall the read below until it
-        # times out. (A single worker is always the leader.)
-        self.config_store.claim_write_privileges()
-        self.config_store.start(STARTUP_READ_TIMEOUT_S)
-        threading.Thread(target=self._start_spark, name="spark-start", daemon=True).start()
         herder = DistributedHerder(self.config, self.config_store, self.status_store,
                                    self.offset_store, self.runner, cluster_id)
         self.herder = herder
+        self.membership = GroupMembership(self._membership_config(),
+                                          self.config["config.storage.topic"],
+                                          on_elected=herder.become_leader,
+                                          on_demoted=herder.step_down)
+        herder.is_member_leader = lambda: self.membership is not None and \
+            self.membership.is_leader
+        # Join before reading the config topic: if a dead leader left a transaction
+        # open on it, the read below waits until the new leader's init_transactions
+        # (possibly ours) aborts it.
+        self.membership.start()
+        self.config_store.start(STARTUP_READ_TIMEOUT_S)
         self.config_store.set_listener(_WakeOnChange(herder))
+        # Every worker starts Spark, leaders and standbys alike: a follower that
+        # takes over then only needs its tasks to start, not a JVM.
+        threading.Thread(target=self._start_spark, name="spark-start", daemon=True).start()
         herder.start()
         herder.started.set()
         return herder
+
+    def _membership_config(self) -> dict[str, Any]:
+        session = int(self.config["session.timeout.ms"])
+        return {
+            **self.config.client_config("consumer"),
+            "group.id": self.config.group_id,
+            "client.id": f"connect-runtime-member-{self.config.worker_id}",
+            "session.timeout.ms": session,
+            "heartbeat.interval.ms": int(self.config["heartbeat.interval.ms"]),
+            "max.poll.interval.ms": max(int(self.config["rebalance.timeout.ms"]), session),
+        }
+
+    def stop_tasks_and_leave(self) -> None:
+        """Graceful part of shutdown: tasks stop (final commits), then the group is left
+        so another worker takes over at once instead of after the session timeout."""
+        if self.herder is not None:
+            self.herder.stop()
+        if self.membership is not None:
+            self.membership.stop()
 
     def _start_spark(self) -> None:
         try:
@@ -131,8 +161,7 @@ class Worker:
             return "unknown"
 
     def stop(self) -> None:
-        if self.herder is not None:
-            self.herder.stop()
+        self.stop_tasks_and_leave()
         self.runner.shutdown()
         for store in (self.config_store, self.status_store, self.offset_store):
             try:
@@ -203,7 +232,7 @@ def run_worker(config: WorkerConfig) -> int:
         host, port = config.listener()
         server = _Server(uvicorn.Config(build_app(herder), host=host, port=port,
                                         log_level="warning", lifespan="off"),
-                         before_exit=herder.stop)
+                         before_exit=worker.stop_tasks_and_leave)
         log.info("worker %s serving REST on %s:%d", config.worker_id, host, port)
         server.run()  # handles SIGTERM/SIGINT by returning
     finally:

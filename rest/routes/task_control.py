@@ -3,6 +3,7 @@
 * ``POST /internal/tasks/{connector}/{task}/heartbeat``: a slot reports its state
   and receives its command (see ``connect_runtime.worker.task_slot``). Signed
   with the session key like every internal request (KIP-507).
+* ``GET /internal/leader``: this worker's view of who leads the cluster.
 * ``GET /internal/tasks``: where each task runs (executor host, Python pid, Spark
   attempt). For operators who need to find the process behind a task.
 """
@@ -22,8 +23,16 @@ from connect_runtime.worker.task_control import TaskSlotRegistry
 
 class SlotHost(Protocol):
     registry: TaskSlotRegistry
+    worker_url: str
+
+    @property
+    def is_leader(self) -> bool: ...
+
+    def leader_url(self) -> str | None: ...
 
     def verify_internal_request(self, headers: dict[str, str], body: bytes) -> None: ...
+
+    def session_key_b64(self) -> str | None: ...
 
 
 def task_control_router(host: SlotHost) -> APIRouter:
@@ -43,7 +52,14 @@ def task_control_router(host: SlotHost) -> APIRouter:
         except ValueError as e:
             return JSONResponse({"error_code": 400, "message": f"Invalid heartbeat: {e}"}, 400)
         answer = await run_in_threadpool(host.registry.heartbeat, connector, task, report)
+        # The current session key, so a slot keeps signing (and fencing) after rotations.
+        answer["session_key"] = host.session_key_b64()
         return JSONResponse(answer)
+
+    @router.get("/internal/leader")
+    async def leader() -> JSONResponse:
+        return JSONResponse({"worker_url": host.worker_url, "is_leader": host.is_leader,
+                             "leader_url": host.leader_url()})
 
     @router.get("/internal/tasks")
     async def slots() -> JSONResponse:

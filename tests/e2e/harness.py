@@ -129,3 +129,48 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+class Cluster:
+    """Several workers sharing group.id and internal topics (one leader)."""
+
+    def __init__(self, bootstrap: str, workdir: Path, size: int,
+                 overrides: dict[str, str] | None = None) -> None:
+        group = f"cluster-{os.urandom(4).hex()}"
+        settings = {"session.timeout.ms": "6000", "heartbeat.interval.ms": "1500",
+                    "spark.master": "local[6]", **(overrides or {})}
+        self.workers = [WorkerProcess(bootstrap, group, free_port(), workdir, settings)
+                        for _ in range(size)]
+
+    def start(self) -> Cluster:
+        for w in self.workers:
+            w.start(wait=False)
+        for w in self.workers:
+            w.wait_healthy()
+        self.wait_leader()
+        return self
+
+    def stop(self) -> None:
+        for w in self.workers:
+            w.stop(timeout=60)
+
+    def alive(self) -> list[WorkerProcess]:
+        return [w for w in self.workers if w.proc is not None and w.proc.poll() is None]
+
+    def leader(self, other_than: WorkerProcess | None = None) -> WorkerProcess | None:
+        for w in self.alive():
+            if w is other_than:
+                continue  # possibly SIGSTOPped: it would not answer
+            try:
+                if httpx.get(f"{w.url}/internal/leader", timeout=3).json()["is_leader"]:
+                    return w
+            except httpx.HTTPError:
+                continue
+        return None
+
+    def wait_leader(self, timeout: float = 60,
+                    other_than: WorkerProcess | None = None) -> WorkerProcess:
+        def found() -> WorkerProcess | None:
+            return self.leader(other_than)
+        result: WorkerProcess = wait_for(found, timeout, "a leader to be elected", interval=0.5)
+        return result

@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from harness import WorkerProcess
+from harness import WorkerProcess, free_port
 from kafka_helpers import create_topic, wait_for
 
 SEQ = "SequenceSourceConnector"
@@ -98,3 +98,26 @@ def test_the_cli_rejects_bad_worker_configs_naming_the_key(tmp_path: Path) -> No
                               str(tmp_path / "nope.properties")],
                              capture_output=True, text=True, timeout=60)
     assert missing.returncode == 2 and "nope.properties" in missing.stderr
+
+
+def test_tasks_keep_working_across_session_key_rotations(
+        kafka_bootstrap: str, tmp_path: Path, unique_name: Callable[[str], str]) -> None:
+    import uuid
+
+    w = WorkerProcess(kafka_bootstrap, f"ttl-{uuid.uuid4().hex[:8]}", free_port(), tmp_path,
+                      {"inter.worker.key.ttl.ms": "2000"}).start()
+    try:
+        topic, name = unique_name("seq"), unique_name("ttl")
+        create_topic(kafka_bootstrap, topic)
+        assert w.rest("POST", "/connectors", json={"name": name, "config": {
+            "connector.class": SEQ, "topic": topic, "batch.size": "10",
+            "rate.per.sec": "50"}}).status_code == 201
+        w.wait_tasks(name, "RUNNING", 1)
+        time.sleep(7)  # three rotations: slots must follow the key or be refused
+        # A restart needs a heartbeat (command) and a signed fence request (startup).
+        assert w.rest("POST", f"/connectors/{name}/tasks/0/restart").status_code == 204
+        w.wait_tasks(name, "RUNNING", 1, timeout=60)
+        slot = next(s for s in w.slots() if s["connector"] == name)
+        assert slot["restart_seq"] == 1 and slot["last_seen_ms_ago"] < 2000
+    finally:
+        assert w.stop() == 0

@@ -1,0 +1,121 @@
+"""Leader election through Kafka's group membership.
+
+Every worker joins the consumer group ``group.id``, subscribed to the config
+topic, which has exactly one partition: whoever is assigned partition 0 leads.
+The broker's group coordinator does the hard parts — a worker that dies
+(SIGKILL) or stalls (SIGSTOP) stops heartbeating and is expelled after
+``session.timeout.ms``, and the partition moves to another member.
+
+Leadership alone is not trusted for writes: the new leader's
+``init_transactions()`` on ``connect-cluster-<group.id>`` fences the previous
+leader's producer, so a stalled leader that wakes up cannot write to the config
+topic even before it notices it lost the partition.
+
+The consumer never reads records for anyone (``assign``-only readers do that);
+polling it keeps the membership alive and delivers the rebalance callbacks.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+log = logging.getLogger(__name__)
+
+POLL_INTERVAL_S = 0.2
+
+
+class GroupMembership:
+    """Runs the member's consumer on a thread; calls back on election and demotion.
+
+    ``on_elected`` and ``on_demoted`` run on a separate thread (they may block on
+    Kafka or on stopping tasks); the membership keeps heartbeating meanwhile.
+    """
+
+    def __init__(self, consumer_config: dict[str, Any], config_topic: str,
+                 on_elected: Callable[[], None], on_demoted: Callable[[], None]) -> None:
+        self._conf = {
+            **consumer_config,
+            "enable.auto.commit": False,
+            "auto.offset.reset": "latest",
+            # Range assigns the single partition to exactly one member.
+            "partition.assignment.strategy": "range",
+            "enable.partition.eof": False,
+        }
+        self._topic = config_topic
+        self._on_elected = on_elected
+        self._on_demoted = on_demoted
+        self._leader = False
+        self._stop = threading.Event()
+        self._changes: list[bool] = []
+        self._changed = threading.Condition()
+        self._poller = threading.Thread(target=self._run, name="group-membership", daemon=True)
+        self._dispatcher = threading.Thread(target=self._dispatch, name="leadership",
+                                            daemon=True)
+
+    @property
+    def is_leader(self) -> bool:
+        return self._leader
+
+    def start(self) -> None:
+        self._poller.start()
+        self._dispatcher.start()
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Leave the group (a clean leave triggers an immediate rebalance elsewhere)."""
+        self._stop.set()
+        with self._changed:
+            self._changed.notify_all()
+        self._poller.join(timeout)
+        self._dispatcher.join(timeout)
+
+    def _set(self, leader: bool) -> None:
+        if leader == self._leader:
+            return
+        self._leader = leader
+        with self._changed:
+            self._changes.append(leader)
+            self._changed.notify_all()
+
+    def _on_assign(self, consumer: Any, partitions: list[TopicPartition]) -> None:
+        self._set(any(tp.partition == 0 for tp in partitions))
+
+    def _on_revoke(self, consumer: Any, partitions: list[TopicPartition]) -> None:
+        self._set(False)
+
+    def _run(self) -> None:
+        consumer = Consumer(self._conf)
+        consumer.subscribe([self._topic], on_assign=self._on_assign,
+                           on_revoke=self._on_revoke, on_lost=self._on_revoke)
+        try:
+            while not self._stop.is_set():
+                msg = consumer.poll(POLL_INTERVAL_S)
+                if msg is not None and msg.error() is not None:
+                    err = msg.error()
+                    if err is not None and err.code() != KafkaError._PARTITION_EOF:
+                        log.warning("group membership: %s", err)
+        finally:
+            self._set(False)
+            consumer.close()  # leaves the group now rather than after the session timeout
+
+    def _dispatch(self) -> None:
+        """Deliver leadership changes in order, one at a time, off the poll thread."""
+        while True:
+            with self._changed:
+                self._changed.wait_for(lambda: bool(self._changes) or self._stop.is_set())
+                if not self._changes:
+                    return
+                leader = self._changes.pop(0)
+            try:
+                if leader:
+                    log.info("elected leader of the cluster")
+                    self._on_elected()
+                else:
+                    log.info("no longer the leader of the cluster")
+                    self._on_demoted()
+            except Exception:
+                log.exception("leadership change handler failed")

@@ -1,0 +1,259 @@
+"""A cluster of real worker processes: election, failover, zombies and fencing (KIP-618).
+
+Every test ends by reading the output with read_committed and requiring each
+source partition's sequence numbers to be exactly 0..n-1: no gap, no duplicate.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from confluent_kafka import KafkaException, Producer
+from harness import Cluster, WorkerProcess
+from kafka_helpers import create_topic, read_topic, sequences, wait_for
+
+SEQ = "SequenceSourceConnector"
+
+
+@pytest.fixture
+def cluster(kafka_bootstrap: str, tmp_path: Path) -> Iterator[Cluster]:
+    c = Cluster(kafka_bootstrap, tmp_path, 3).start()
+    try:
+        yield c
+    finally:
+        for w in c.workers:  # a test may leave a worker stopped
+            if w.proc is not None and w.proc.poll() is None:
+                os.killpg(w.proc.pid, signal.SIGCONT)
+        c.stop()
+
+
+def assert_exactly_once(bootstrap: str, topic: str, partitions: int) -> dict[int, int]:
+    seqs = sequences(read_topic(bootstrap, topic))
+    assert sorted(seqs) == list(range(partitions)), sorted(seqs)
+    for partition, values in seqs.items():
+        assert values == list(range(len(values))), (
+            f"source partition {partition}: not exactly 0..{len(values) - 1}; "
+            f"duplicates or gaps near {first_problem(values)}")
+    return {p: len(v) for p, v in seqs.items()}
+
+
+def first_problem(values: list[int]) -> int | None:
+    for i, v in enumerate(values):
+        if v != i:
+            return i
+    return None
+
+
+def stop_and_wait(worker: WorkerProcess, name: str) -> None:
+    assert worker.rest("PUT", f"/connectors/{name}/stop").status_code == 204
+    wait_for(lambda: worker.status(name).get("connector", {}).get("state") == "STOPPED", 60,
+             f"{name} to stop")
+
+
+def committed(bootstrap: str, topic: str) -> int:
+    return len(read_topic(bootstrap, topic))
+
+
+def test_three_workers_elect_one_leader_and_followers_forward(
+        cluster: Cluster, unique_name: Callable[[str], str]) -> None:
+    views = [w.rest("GET", "/internal/leader").json() for w in cluster.workers]
+    leaders = [v for v in views if v["is_leader"]]
+    assert len(leaders) == 1
+    leader_url = leaders[0]["worker_url"]
+    assert all(v["leader_url"] == leader_url for v in views)
+    follower = next(w for w in cluster.workers if w.url != leader_url)
+    name = unique_name("fwd")
+    r = follower.rest("POST", "/connectors", json={"name": name, "config": {
+        "connector.class": SEQ, "topic": unique_name("t")}})
+    assert r.status_code == 201, r.text  # forwarded to the leader
+    assert follower.rest("GET", f"/connectors/{name}").status_code == 200  # own view
+
+
+def test_leader_sigkill_elects_another_and_tasks_resume_exactly_once(
+        cluster: Cluster, unique_name: Callable[[str], str], kafka_bootstrap: str) -> None:
+    topic, name = unique_name("seq"), unique_name("failover")
+    create_topic(kafka_bootstrap, topic, 3)
+    leader = cluster.wait_leader()
+    r = leader.rest("POST", "/connectors", json={"name": name, "config": {
+        "connector.class": SEQ, "tasks.max": "3", "topic": topic, "batch.size": "20",
+        "rate.per.sec": "150"}})
+    assert r.status_code == 201, r.text
+    leader.wait_tasks(name, "RUNNING", 3)
+    wait_for(lambda: committed(kafka_bootstrap, topic) >= 300, 60, "records before the kill")
+
+    killed_at = time.monotonic()
+    os.killpg(leader.proc.pid, signal.SIGKILL)  # type: ignore[union-attr]
+    new_leader = cluster.wait_leader(other_than=leader, timeout=40)
+    elected_after = time.monotonic() - killed_at
+    assert elected_after < 6 + 10, f"new leader after {elected_after:.1f}s"
+    new_leader.wait_tasks(name, "RUNNING", 3, timeout=90)
+    before = committed(kafka_bootstrap, topic)
+    wait_for(lambda: committed(kafka_bootstrap, topic) > before + 100, 60,
+             "records committed under the new leader")
+    stop_and_wait(new_leader, name)
+    assert_exactly_once(kafka_bootstrap, topic, 3)
+
+
+def test_a_resumed_zombie_leader_cannot_write_and_its_tasks_cannot_commit(
+        cluster: Cluster, unique_name: Callable[[str], str], kafka_bootstrap: str) -> None:
+    topic, name = unique_name("seq"), unique_name("zombie")
+    create_topic(kafka_bootstrap, topic, 4)
+    zombie = cluster.wait_leader()
+    config = {"connector.class": SEQ, "tasks.max": "2", "partitions": "4", "topic": topic,
+              "batch.size": "10", "rate.per.sec": "100", "transaction.boundary": "interval",
+              "transaction.boundary.interval.ms": "500"}
+    assert zombie.rest("POST", "/connectors", json={"name": name, "config": config}) \
+        .status_code == 201
+    zombie.wait_tasks(name, "RUNNING", 2)
+    wait_for(lambda: committed(kafka_bootstrap, topic) >= 100, 60, "records before the stall")
+
+    # The whole process group stalls: worker, Spark JVM and the tasks' Python workers.
+    assert zombie.proc is not None
+    os.killpg(zombie.proc.pid, signal.SIGSTOP)
+    leader = cluster.wait_leader(other_than=zombie, timeout=40)
+    leader.wait_tasks(name, "RUNNING", 2, timeout=90)
+    reconfigured = {**config, "tasks.max": "3"}
+    r = leader.rest("PUT", f"/connectors/{name}/config", json=reconfigured)
+    assert r.status_code == 200, r.text
+    wait_for(lambda: len(leader.rest("GET", f"/connectors/{name}/tasks").json()) == 3, 60,
+             "the new generation of task configs")
+    leader.wait_tasks(name, "RUNNING", 3, timeout=90)
+
+    os.killpg(zombie.proc.pid, signal.SIGCONT)
+    # Asked directly (no forwarding), the resumed zombie must not write.
+    attempt = zombie.rest("PUT", f"/connectors/{name}/config", params={"forward": "false"},
+                          json={**config, "tasks.max": "1"})
+    assert attempt.status_code == 409, attempt.text
+    wait_for(lambda: not zombie.rest("GET", "/internal/leader").json()["is_leader"], 30,
+             "the zombie to step down")
+    time.sleep(2)
+    assert leader.rest("GET", f"/connectors/{name}/config").json()["tasks.max"] == "3"
+    assert len(leader.rest("GET", f"/connectors/{name}/tasks").json()) == 3
+    before = committed(kafka_bootstrap, topic)
+    wait_for(lambda: committed(kafka_bootstrap, topic) > before + 100, 60,
+             "records committed by the new generation")
+    stop_and_wait(leader, name)
+    assert_exactly_once(kafka_bootstrap, topic, 4)
+
+
+def running_generation(worker: WorkerProcess, name: str, count: int,
+                       after: int = -1, timeout: float = 90) -> int:
+    """Wait until ``count`` slots of one generation newer than ``after`` all run."""
+    def current() -> int | None:
+        slots = [s for s in worker.slots() if s["connector"] == name]
+        generations = {s["generation"] for s in slots}
+        if (len(slots) == count and len(generations) == 1 and min(generations) > after
+                and all(s["state"] == "RUNNING" for s in slots)):
+            return int(min(generations))
+        return None
+    result: int = wait_for(current, timeout, f"{count} running tasks of a generation > {after}")
+    return result
+
+
+def open_zombie_transaction(bootstrap: str, transactional_id: str, topic: str) -> Producer:
+    """A producer posing as a task of the current generation, with an open transaction."""
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": transactional_id})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    producer.produce(topic, b'{"partition": 99, "seq": 0}')
+    producer.flush(10)
+    return producer
+
+
+def test_reconfiguring_3_5_1_5_3_fences_each_previous_generation(
+        worker: WorkerProcess, unique_name: Callable[[str], str], kafka_bootstrap: str) -> None:
+    topic, name = unique_name("seq"), unique_name("reconf")
+    create_topic(kafka_bootstrap, topic, 5)
+    config = {"connector.class": SEQ, "tasks.max": "3", "partitions": "5", "topic": topic,
+              "batch.size": "10", "rate.per.sec": "100"}
+    assert worker.rest("POST", "/connectors", json={"name": name, "config": config}) \
+        .status_code == 201
+    worker.wait_tasks(name, "RUNNING", 3)
+    group = worker.props["group.id"]
+    zombie_topic = unique_name("zombie-out")
+    create_topic(kafka_bootstrap, zombie_topic)
+    fenced: list[str] = []
+    generation = running_generation(worker, name, 3)
+    for old, new in [(3, 5), (5, 1), (1, 5), (5, 3)]:
+        txn_id = f"{group}-{name}-{old - 1}"
+        zombie = open_zombie_transaction(kafka_bootstrap, txn_id, zombie_topic)
+        r = worker.rest("PUT", f"/connectors/{name}/config",
+                        json={**config, "tasks.max": str(new)})
+        assert r.status_code == 200, r.text
+        generation = running_generation(worker, name, new, after=generation)
+        with pytest.raises(KafkaException) as error:
+            zombie.commit_transaction(10)
+        assert "fenced" in str(error.value).lower() or "epoch" in str(error.value).lower()
+        fenced.append(txn_id)
+    assert len(fenced) == 4
+    assert read_topic(kafka_bootstrap, zombie_topic) == []  # no zombie write ever committed
+    wait_for(lambda: committed(kafka_bootstrap, topic) >= 500, 60, "records after the changes")
+    stop_and_wait(worker, name)
+    counts = assert_exactly_once(kafka_bootstrap, topic, 5)
+    assert all(n > 0 for n in counts.values())
+
+
+def test_internal_requests_need_a_valid_signature(
+        worker: WorkerProcess, unique_name: Callable[[str], str]) -> None:
+    name = unique_name("signed")
+    assert worker.rest("POST", "/connectors", json={"name": name, "config": {
+        "connector.class": SEQ, "topic": unique_name("t")}}).status_code == 201
+    unsigned = worker.rest("PUT", f"/connectors/{name}/fence")
+    assert unsigned.status_code == 400 and "signature" in unsigned.json()["message"].lower()
+    forged = worker.rest("PUT", f"/connectors/{name}/fence", headers={
+        "X-Connect-Authorization": "bm90IGEgcmVhbCBzaWduYXR1cmU=",
+        "X-Connect-Request-Signature-Algorithm": "HmacSHA256"})
+    assert forged.status_code == 403
+    unknown_algorithm = worker.rest("PUT", f"/connectors/{name}/fence", headers={
+        "X-Connect-Authorization": "bm90IGEgcmVhbCBzaWduYXR1cmU=",
+        "X-Connect-Request-Signature-Algorithm": "HmacMD5"})
+    assert unknown_algorithm.status_code == 400
+    heartbeat = worker.rest("POST", f"/internal/tasks/{name}/0/heartbeat", json={})
+    assert heartbeat.status_code == 400
+    docs: Any = httpx.get(f"{worker.url}/openapi.json", timeout=10).json()
+    assert not [p for p in docs["paths"] if "fence" in p or p.startswith("/internal")]
+
+
+def assert_no_gaps(bootstrap: str, topic: str, partitions: int) -> None:
+    """At-least-once phases may duplicate, never lose: every seq up to the max is there."""
+    seqs = sequences(read_topic(bootstrap, topic))
+    assert sorted(seqs) == list(range(partitions))
+    for partition, values in seqs.items():
+        missing = set(range(max(values) + 1)) - set(values)
+        assert not missing, f"source partition {partition} lost {sorted(missing)[:10]}"
+
+
+def test_rolling_upgrade_disabled_preparing_enabled_keeps_connectors_running(
+        kafka_bootstrap: str, tmp_path: Path, unique_name: Callable[[str], str]) -> None:
+    cluster = Cluster(kafka_bootstrap, tmp_path, 3,
+                      {"exactly.once.source.support": "disabled"}).start()
+    try:
+        topic, name = unique_name("seq"), unique_name("upgrade")
+        create_topic(kafka_bootstrap, topic, 2)
+        leader = cluster.wait_leader()
+        assert leader.rest("POST", "/connectors", json={"name": name, "config": {
+            "connector.class": SEQ, "tasks.max": "2", "topic": topic, "batch.size": "10",
+            "rate.per.sec": "100"}}).status_code == 201
+        leader.wait_tasks(name, "RUNNING", 2)
+        for mode in ("preparing", "enabled"):
+            for worker in cluster.workers:  # one at a time, as an operator would
+                worker.stop()
+                worker.props["exactly.once.source.support"] = mode
+                worker.start()
+                current = cluster.wait_leader()
+                current.wait_tasks(name, "RUNNING", 2, timeout=120)
+                before = committed(kafka_bootstrap, topic)
+                wait_for(lambda b=before: committed(kafka_bootstrap, topic) > b + 50, 60,
+                         f"records flowing after restarting a worker into {mode}")
+        leader = cluster.wait_leader()
+        stop_and_wait(leader, name)
+        assert_no_gaps(kafka_bootstrap, topic, 2)
+    finally:
+        cluster.stop()

@@ -230,7 +230,7 @@ def assert_no_gaps(bootstrap: str, topic: str, partitions: int) -> None:
         assert not missing, f"source partition {partition} lost {sorted(missing)[:10]}"
 
 
-def test_rolling_upgrade_disabled_preparing_enabled_keeps_connectors_running(
+def test_rolling_upgrade_and_soft_downgrade_keep_connectors_running(
         kafka_bootstrap: str, tmp_path: Path, unique_name: Callable[[str], str]) -> None:
     cluster = Cluster(kafka_bootstrap, tmp_path, 3,
                       {"exactly.once.source.support": "disabled"}).start()
@@ -242,7 +242,8 @@ def test_rolling_upgrade_disabled_preparing_enabled_keeps_connectors_running(
             "connector.class": SEQ, "tasks.max": "2", "topic": topic, "batch.size": "10",
             "rate.per.sec": "100"}}).status_code == 201
         leader.wait_tasks(name, "RUNNING", 2)
-        for mode in ("preparing", "enabled"):
+        # KIP-618's two-step upgrade, then its soft downgrade, one worker at a time.
+        for mode in ("preparing", "enabled", "disabled"):
             for worker in cluster.workers:  # one at a time, as an operator would
                 worker.stop()
                 worker.props["exactly.once.source.support"] = mode

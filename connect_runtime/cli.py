@@ -4,6 +4,11 @@
     connect-runtime worker worker.properties     connect-distributed.sh convention)
     connect-runtime tail --bootstrap-server B --topic T [--max N] [--timeout S]
                                                  print committed records (read_committed)
+    connect-runtime verify --bootstrap-server B --topic T [--topic T2] [--seq-field seq]
+                           [--group-field partition] [--start N] [--expect-groups 0,1,2]
+                           [--commit-every N --abort-every M] [--timeout S]
+                                                 check every seq is committed exactly once
+                                                 (docs/verify.md); exit 1 on any violation
 
 Exit status: 0 on success, 2 on bad usage or bad configuration (the message
 names the offending key), 1 on a runtime failure.
@@ -33,15 +38,60 @@ def _parser() -> argparse.ArgumentParser:
     tail.add_argument("--max", type=int, default=0, help="stop after N records (0: no limit)")
     tail.add_argument("--timeout", type=float, default=0.0,
                       help="stop after S seconds without a record (0: never)")
+    verify = sub.add_parser(
+        "verify", help="check committed records hold every sequence number exactly once")
+    verify.add_argument("--bootstrap-server", required=True)
+    verify.add_argument("--topic", required=True, action="append",
+                        help="topic to read (repeatable)")
+    verify.add_argument("--seq-field", default="seq", help="JSON field of the sequence number")
+    verify.add_argument("--group-field", default="partition",
+                        help="JSON field naming the sequence space (source partition or task)")
+    verify.add_argument("--start", type=int, default=0, help="first expected seq of each group")
+    verify.add_argument("--expect-groups", default="",
+                        help="comma-separated groups that must have records")
+    verify.add_argument("--commit-every", type=int, default=0,
+                        help="with --abort-every: the connector's commit.every.records")
+    verify.add_argument("--abort-every", type=int, default=0,
+                        help="with --commit-every: the connector's abort.every; those seqs "
+                             "must be absent (connectors.sequence.expected_aborted)")
+    verify.add_argument("--timeout", type=float, default=30.0,
+                        help="seconds allowed for reading each isolation level")
     return parser
+
+
+def _verify(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    from connect_runtime.tools.verify import format_table, verify_topics
+
+    if (args.commit_every > 0) != (args.abort_every > 0) or args.commit_every < 0 \
+            or args.abort_every < 0:
+        parser.error("verify: --commit-every and --abort-every must be given together, > 0")
+    expected = None
+    if args.abort_every > 0:
+        from connectors.sequence import expected_aborted
+
+        commit_every, abort_every = args.commit_every, args.abort_every
+
+        def expected(seq: int) -> bool:
+            return expected_aborted(seq, commit_every, abort_every)
+
+    groups = [g.strip() for g in args.expect_groups.split(",") if g.strip()]
+    try:
+        report = verify_topics(args.bootstrap_server, args.topic, args.seq_field,
+                               args.group_field, args.start, expected, groups, args.timeout)
+    except Exception as e:  # broker unreachable, unknown topic, ...
+        print(f"connect-runtime verify: {e}", file=sys.stderr)
+        return 1
+    print(format_table(report))
+    return 0 if report.ok else 1
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     # Kafka Connect's convention: the properties file alone starts a worker.
-    if args_list and args_list[0] not in ("worker", "tail", "-h", "--help"):
+    if args_list and args_list[0] not in ("worker", "tail", "verify", "-h", "--help"):
         args_list.insert(0, "worker")
-    args = _parser().parse_args(args_list)
+    parser = _parser()
+    args = parser.parse_args(args_list)
     try:
         if args.command == "worker":
             from connect_runtime.config.worker_config import WorkerConfig
@@ -49,6 +99,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             config = WorkerConfig.from_file(args.config, os.environ)
             return run_worker(config)
+        if args.command == "verify":
+            return _verify(parser, args)
         from connect_runtime.tools.tail import tail
 
         return tail(args.bootstrap_server, args.topic, args.max, args.timeout)

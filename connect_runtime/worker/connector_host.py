@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 import traceback
 from collections.abc import Callable
-from typing import Any
 
 from connect_runtime.api.connector import SourceConnector
 from connect_runtime.api.task import OffsetStorageReader
@@ -114,8 +113,3 @@ class HostedConnector:
         except Exception:
             log.warning("connector %s: stop() raised", self.name, exc_info=True)
 
-
-def describe(host: HostedConnector | None) -> dict[str, Any]:
-    if host is None:
-        return {"state": State.UNASSIGNED.value}
-    return {"state": host.state.value, "trace": host.trace}

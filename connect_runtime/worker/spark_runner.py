@@ -104,10 +104,6 @@ class SparkTaskRunner:
         log.info("SparkSession started (master %s)", conf["spark.master"])
         self.ready.set()
 
-    @property
-    def default_parallelism(self) -> int:
-        return int(self._session.sparkContext.defaultParallelism) if self._session else 0
-
     def submit(self, connector: str, generation: int, specs: list[TaskSpec]) -> ConnectorJob:
         """Start the job for one generation of ``connector``. Previous job must be stopped."""
         if not self.ready.wait(300):

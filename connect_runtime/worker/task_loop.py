@@ -157,14 +157,10 @@ class ExactlyOnceTaskLoop:
         self.task = task
         self.producer = producer
         self.offsets_topic = offsets_topic
-        self.forbidden_topics = forbidden_topics
-        self.key_converter = key_converter
-        self.value_converter = value_converter
         self.boundary = boundary
         self.signals = signals
         self.transaction_timeout_s = transaction_timeout_s
         self.offset_mirror = offset_mirror
-        self.create_topic = create_topic
         self.on_paused = on_paused
         self._sender = RecordSender(
             label=label, producer=producer, forbidden_topics=forbidden_topics,

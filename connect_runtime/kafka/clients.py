@@ -58,6 +58,10 @@ _TRANSIENT_CODES = frozenset({
     KafkaError.UNKNOWN_TOPIC_OR_PART,
     KafkaError.NOT_COORDINATOR,
     KafkaError._TRANSPORT,
+    # Stale leadership metadata, e.g. while several workers create the same new
+    # internal topic at once; the next metadata refresh resolves it.
+    KafkaError.UNKNOWN_LEADER_EPOCH,
+    KafkaError.FENCED_LEADER_EPOCH,
 })
 
 ClientConfig = Mapping[str, Any]

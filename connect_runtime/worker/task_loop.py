@@ -206,10 +206,13 @@ class ExactlyOnceTaskLoop:
         except ProducerFencedError:
             return self._fenced()
         except BaseException as e:
-            error = _as_fenced(e)
-            if error is not None:
+            if _as_fenced(e) is not None:
                 return self._fenced()
-            self._abort_quietly()
+            abort_error = self._abort_quietly()
+            # librdkafka may report fencing to produce() as a bare _FATAL error; the
+            # abort then names the real cause.
+            if abort_error is not None and _as_fenced(abort_error) is not None:
+                return self._fenced()
             raise
 
     def _fenced(self) -> Outcome:
@@ -370,14 +373,21 @@ class ExactlyOnceTaskLoop:
                 self.task.commit_record(record, None)
         self._txn_size = 0
 
-    def _abort_quietly(self) -> None:
-        """On failure: abort so nothing of the failed transaction becomes visible."""
+    def _abort_quietly(self) -> BaseException | None:
+        """On failure: abort so nothing of the failed transaction becomes visible.
+
+        Returns the error the abort itself raised, if any.
+        """
         if not self._in_txn:
-            return
+            return None
         try:
             self.producer.flush(min(self.transaction_timeout_s, 10.0))  # see _abort
             self.producer.abort_transaction(min(self.transaction_timeout_s, 30.0))
-        except Exception:  # the task is failing anyway; the broker aborts on timeout or fencing
-            log.warning("Task %s: abort after failure did not complete", self.label,
-                        exc_info=True)
+        except Exception as e:  # the task is failing anyway; the broker aborts on timeout
+            self._in_txn = False
+            if _as_fenced(e) is None:
+                log.warning("Task %s: abort after failure did not complete", self.label,
+                            exc_info=True)
+            return e
         self._in_txn = False
+        return None

@@ -143,11 +143,15 @@ class Cluster:
                         for _ in range(size)]
 
     def start(self) -> Cluster:
-        for w in self.workers:
-            w.start(wait=False)
-        for w in self.workers:
-            w.wait_healthy()
-        self.wait_leader()
+        try:
+            for w in self.workers:
+                w.start(wait=False)
+            for w in self.workers:
+                w.wait_healthy()
+            self.wait_leader()
+        except BaseException:
+            self.stop()  # leave no worker behind when startup fails
+            raise
         return self
 
     def stop(self) -> None:

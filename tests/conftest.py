@@ -10,7 +10,6 @@
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import tempfile
 import uuid
@@ -18,27 +17,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from kafka_helpers import free_port_pair
 
 REPO = Path(__file__).resolve().parent.parent
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def free_port_pair() -> int:
-    """A port p such that p and p+1 are both free (broker + KRaft controller)."""
-    for _ in range(50):
-        p = free_port()
-        try:
-            with socket.socket() as s:
-                s.bind(("127.0.0.1", p + 1))
-            return p
-        except OSError:
-            continue
-    raise RuntimeError("no free port pair on 127.0.0.1")
 
 
 @pytest.fixture(scope="session")

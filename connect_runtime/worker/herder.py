@@ -626,9 +626,39 @@ class DistributedHerder:
     # --------------------------------------------------------- task events
 
     def _on_task_state(self, connector: str, task: int, state: State, trace: str | None) -> None:
+        if not self._leader:
+            # Only the leader hosts tasks. A worker that lost leadership (a resumed
+            # zombie) still hears its old slots until they stop; what they say,
+            # typically "fenced", is about instances the new leader has replaced.
+            log.info("not recording %s of task %s-%d: this worker no longer leads", state.value,
+                     connector, task)
+            return
+        slot = self.registry.slot(connector, task)
+        if state is State.FAILED and slot is not None and slot.fenced:
+            # Fenced usually means a new leader took over and started the task
+            # anew while this worker stalled; it learns it lost the group within
+            # a session timeout. Report only if it still leads after that.
+            threading.Thread(target=self._report_fenced_later,
+                             args=(connector, task, slot.generation, trace), daemon=True,
+                             name=f"fenced-{connector}-{task}").start()
+            return
+        self._put_task_state(connector, task, state, trace)
+
+    def _put_task_state(self, connector: str, task: int, state: State,
+                        trace: str | None) -> None:
         generation = self._running_generation.get(connector, 0)
         self.status_store.put_task(connector, task, state.value, self.worker_id, trace,
                                    generation=generation)
+
+    def _report_fenced_later(self, connector: str, task: int, generation: int,
+                             trace: str | None) -> None:
+        grace_s = int(self.config["session.timeout.ms"]) / 1000 + 2.0
+        if self._stopping.wait(grace_s) or not self._leader:
+            return
+        slot = self.registry.slot(connector, task)
+        if slot is not None and slot.generation == generation and slot.fenced \
+                and slot.state is State.FAILED:
+            self._put_task_state(connector, task, State.FAILED, trace)
 
     def on_job_failed(self, connector: str, generation: int, trace: str) -> None:
         """The whole Spark job died (e.g. a slot exhausted its attempts)."""

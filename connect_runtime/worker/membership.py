@@ -42,8 +42,12 @@ class GroupMembership:
             **consumer_config,
             "enable.auto.commit": False,
             "auto.offset.reset": "latest",
-            # Range assigns the single partition to exactly one member.
-            "partition.assignment.strategy": "range",
+            # Cooperative-sticky assigns the single partition to exactly one
+            # member and leaves it there when others join: leadership moves
+            # only when its holder leaves or is expelled. With "range" it went
+            # to whichever member id sorted first, so every join could move it
+            # and fence a leader in the middle of a request.
+            "partition.assignment.strategy": "cooperative-sticky",
             "enable.partition.eof": False,
         }
         self._topic = config_topic
@@ -81,16 +85,24 @@ class GroupMembership:
             self._changes.append(leader)
             self._changed.notify_all()
 
+    # Cooperative rebalancing hands over increments: an assignment without
+    # partition 0 does not demote, a revocation of other partitions does not
+    # either (there are none, but the protocol allows empty increments).
     def _on_assign(self, consumer: Any, partitions: list[TopicPartition]) -> None:
-        self._set(any(tp.partition == 0 for tp in partitions))
+        if any(tp.partition == 0 for tp in partitions):
+            self._set(True)
 
     def _on_revoke(self, consumer: Any, partitions: list[TopicPartition]) -> None:
+        if any(tp.partition == 0 for tp in partitions):
+            self._set(False)
+
+    def _on_lost(self, consumer: Any, partitions: list[TopicPartition]) -> None:
         self._set(False)
 
     def _run(self) -> None:
         consumer = Consumer(self._conf)
         consumer.subscribe([self._topic], on_assign=self._on_assign,
-                           on_revoke=self._on_revoke, on_lost=self._on_revoke)
+                           on_revoke=self._on_revoke, on_lost=self._on_lost)
         try:
             while not self._stop.is_set():
                 msg = consumer.poll(POLL_INTERVAL_S)

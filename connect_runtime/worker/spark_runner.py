@@ -115,9 +115,23 @@ class SparkTaskRunner:
         with self._lock:
             if connector in self._jobs and not self._jobs[connector].done.is_set():
                 raise RuntimeError(f"a job for connector {connector} is still running")
+            busy = sum(j.task_count for j in self._jobs.values() if not j.done.is_set())
             self._jobs[connector] = job
+        self._warn_if_short_of_slots(connector, len(specs), busy)
         job.thread.start()
         return job
+
+    def _warn_if_short_of_slots(self, connector: str, needed: int, busy: int) -> None:
+        # Every task holds a Spark task slot for as long as it runs; Spark queues
+        # what does not fit, and those tasks stay UNASSIGNED without an error.
+        slots = int(self._session.sparkContext.defaultParallelism)
+        if busy + needed > slots:
+            log.warning(
+                "connector %s needs %d Spark task slot(s) but only %d of %d are free "
+                "(other connectors' tasks hold %d): %d task(s) stay UNASSIGNED until slots "
+                "free up. Give Spark more cores (spark.master=local[N], or more executors).",
+                connector, needed, max(slots - busy, 0), slots, busy,
+                min(needed, busy + needed - slots))
 
     def _run_job(self, job: ConnectorJob, specs: list[TaskSpec]) -> None:
         sc = self._session.sparkContext

@@ -36,12 +36,14 @@ class SlotView:
     host: str | None = None
     attempt: int = 0
     last_seen: float = 0.0
+    # The slot's producer was fenced by another producer with its transactional.id.
+    fenced: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "connector": self.connector, "task": self.task, "generation": self.generation,
             "state": self.state.value, "pid": self.pid, "host": self.host,
-            "attempt": self.attempt, "restart_seq": self.restart_seq,
+            "attempt": self.attempt, "restart_seq": self.restart_seq, "fenced": self.fenced,
             "last_seen_ms_ago": int((time.monotonic() - self.last_seen) * 1000)
             if self.last_seen else None,
         }
@@ -115,7 +117,13 @@ class TaskSlotRegistry:
             slot.attempt = int(report.get("attempt") or 0)
             state = State(report.get("state", State.UNASSIGNED.value))
             trace = report.get("trace")
-            if (state, trace) != (slot.state, slot.trace):
+            slot.fenced = bool(report.get("fenced"))
+            seen = report.get("restart_seq")
+            # A report sent before the slot heard of a restart describes the instance
+            # being restarted (typically its FAILED state): it must not overwrite
+            # the RESTARTING the herder just recorded.
+            stale = isinstance(seen, int) and seen < slot.restart_seq
+            if not stale and (state, trace) != (slot.state, slot.trace):
                 slot.state, slot.trace = state, trace
                 changed = (state, trace)
             answer = {"command": self._command[connector], "restart_seq": slot.restart_seq}

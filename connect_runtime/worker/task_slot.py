@@ -65,6 +65,7 @@ class SlotControl:
                     f"{spec.task}/heartbeat")
         self.state = State.UNASSIGNED
         self.trace: str | None = None
+        self.fenced = False
         self.command = CMD_RUN
         self.restart_seq: int | None = None
         self.signals: LoopSignals | None = None
@@ -127,6 +128,8 @@ class SlotControl:
             "state": self.state.value,
             "trace": self.trace,
             "attempt": self.attempt,
+            "restart_seq": self.restart_seq,  # lets the driver spot reports older than a restart
+            "fenced": self.fenced,
             "pid": os.getpid(),
             "host": socket.gethostname(),
         }
@@ -262,27 +265,39 @@ def _stop_task_quietly(spec: TaskSpec, task: Any) -> None:
         log.warning("task %s: stop() raised during cleanup", spec.task_label, exc_info=True)
 
 
+def _restarting(control: SlotControl) -> None:
+    """Leave FAILED as soon as a restart is heard, not only once startup is done."""
+    if control.command != CMD_STOP:
+        control.report(State.RESTARTING)
+
+
 def run_slot(spec: TaskSpec, attempt: int) -> str:
     """Host task ``spec`` until told to stop. Returns how the slot ended. Never raises."""
     control = SlotControl(spec, attempt)
     try:
         control.wait_for_answer()
         if attempt > 0:
+            # Read before reporting: the answer to the report may already carry a
+            # restart, and waiting for a change from *that* value would wait forever.
+            seen = control.restart_seq
             control.report(State.FAILED, (
                 f"Task {spec.task_label}: the process running it died (Spark re-ran its slot as "
                 f"attempt {attempt}); the open transaction, if any, was never committed. "
                 "Restart the task to resume from its last committed offsets."))
-            control.wait_for_change(control.restart_seq)
+            control.wait_for_change(seen)
+            _restarting(control)
         while control.command != CMD_STOP:
             try:
                 outcome = _run_instance(spec, control)
             except Exception as e:
                 control.report(State.FAILED, _trace(e, spec))
                 control.wait_for_change(control.running_restart_seq)
+                _restarting(control)
                 continue
             if outcome is None:
                 return "abandoned"
             if outcome is Outcome.FENCED:
+                control.fenced = True
                 # Usually a newer generation fenced us, and the worker ignores reports
                 # of stale generations. If not, the user must see why the task stopped.
                 control.report(State.FAILED, (

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from kafka_helpers import wait_for
+from kafka_helpers import free_port, wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 __all__ = ["WorkerProcess", "free_port", "wait_for"]
@@ -90,6 +90,25 @@ class WorkerProcess:
         assert self.proc is not None
         os.kill(self.proc.pid, sig)
 
+    def signal_tree(self, sig: int) -> None:
+        """Signal the worker and every descendant, as when its whole pod dies or stalls.
+
+        A process group is not enough: PySpark's daemon puts itself and the
+        Python workers running the tasks in a group of their own.
+        """
+        assert self.proc is not None
+        done: set[int] = set()
+        while True:  # until no new descendant appears (a stopped parent forks no more)
+            todo = [p for p in process_tree(self.proc.pid) if p not in done]
+            if not todo:
+                return
+            for pid in todo:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, sig)
+            done.update(todo)
+            if sig == signal.SIGKILL:
+                return  # the killed have no children left to find
+
     def stop(self, timeout: float = 60) -> int | None:
         """SIGTERM, wait (graceful task stop), then SIGKILL the whole process group."""
         if self.proc is None:
@@ -99,6 +118,8 @@ class WorkerProcess:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.proc.wait(timeout)
         code = self.proc.poll()
+        if code is None:
+            self.signal_tree(signal.SIGKILL)
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.proc.pid, signal.SIGKILL)
         self.proc.wait(10)
@@ -123,12 +144,24 @@ class WorkerProcess:
         return list(self.rest("GET", "/internal/tasks").json())
 
 
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+def process_tree(root: int) -> list[int]:
+    """``root`` and its descendants, parents first (read from /proc)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        children.setdefault(ppid, []).append(int(entry))
+    out, todo = [], [root]
+    while todo:
+        pid = todo.pop(0)
+        out.append(pid)
+        todo.extend(children.get(pid, []))
+    return out
 
 
 class Cluster:
@@ -148,7 +181,7 @@ class Cluster:
                 w.start(wait=False)
             for w in self.workers:
                 w.wait_healthy()
-            self.wait_leader()
+            self.wait_agreed_leader()
         except BaseException:
             self.stop()  # leave no worker behind when startup fails
             raise
@@ -177,4 +210,21 @@ class Cluster:
         def found() -> WorkerProcess | None:
             return self.leader(other_than)
         result: WorkerProcess = wait_for(found, timeout, "a leader to be elected", interval=0.5)
+        return result
+
+    def wait_agreed_leader(self, timeout: float = 60) -> WorkerProcess:
+        """Wait until every live worker names the same leader, and it says it leads."""
+        def agreed() -> WorkerProcess | None:
+            views = set()
+            for w in self.alive():
+                try:
+                    views.add(httpx.get(f"{w.url}/internal/leader", timeout=3).json()["leader_url"])
+                except httpx.HTTPError:
+                    return None
+            if len(views) != 1:
+                return None
+            leader = self.leader()
+            return leader if leader is not None and leader.url in views else None
+        result: WorkerProcess = wait_for(agreed, timeout, "all workers to agree on a leader",
+                                         interval=0.5)
         return result

@@ -31,3 +31,30 @@ def test_a_restart_makes_the_same_failure_news_again() -> None:
     assert not reg.restart("c", 5)  # no such slot
     reg.close("c")
     assert reg.heartbeat("c", 0, failed)["command"] == "stop"
+
+
+def test_a_report_sent_before_the_slot_heard_of_a_restart_does_not_undo_it() -> None:
+    events: list[tuple[str, int, State, str | None]] = []
+    reg = TaskSlotRegistry(lambda c, t, s, tr: events.append((c, t, s, tr)))
+    reg.open("c", generation=1, task_count=1, paused=False)
+    failed = {"generation": 1, "state": "FAILED", "trace": "died", "restart_seq": 0}
+    reg.heartbeat("c", 0, failed)
+    assert reg.restart("c", 0)
+    # Still FAILED, but sent under restart_seq 0: it predates the restart.
+    assert reg.heartbeat("c", 0, failed)["restart_seq"] == 1
+    view = reg.slot("c", 0)
+    assert view is not None and view.state is State.RESTARTING
+    assert [e[2] for e in events] == [State.FAILED]
+    # Having heard the restart, the slot's reports count again (RESTARTING is
+    # what the registry already holds, so only the new failure is news).
+    reg.heartbeat("c", 0, {**failed, "state": "RESTARTING", "trace": None, "restart_seq": 1})
+    reg.heartbeat("c", 0, {**failed, "restart_seq": 1})
+    assert [e[2] for e in events] == [State.FAILED, State.FAILED]
+
+
+def test_fenced_flag_is_recorded_from_reports() -> None:
+    reg = TaskSlotRegistry(lambda c, t, s, tr: None)
+    reg.open("c", generation=1, task_count=1, paused=False)
+    reg.heartbeat("c", 0, {"generation": 1, "state": "FAILED", "fenced": True})
+    view = reg.slot("c", 0)
+    assert view is not None and view.fenced and view.to_dict()["fenced"] is True

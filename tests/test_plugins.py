@@ -54,12 +54,13 @@ def test_resolves_an_unregistered_class_by_path() -> None:
 
 def test_unknown_name_lists_available_connectors() -> None:
     with pytest.raises(ConfigException) as info:
-        resolve_connector_class("FileStreamSource")
+        resolve_connector_class("JdbcSource")
     assert info.value.name == "connector.class"
     message = str(info.value)
     assert ("Failed to find any class that implements SourceConnector and which name "
-            "matches FileStreamSource") in message
-    assert "available connectors are: connectors.sequence.SequenceSourceConnector" in message
+            "matches JdbcSource") in message
+    assert ("available connectors are: connectors.file.FileStreamSourceConnector, "
+            "connectors.sequence.SequenceSourceConnector") in message
 
 
 def test_class_that_is_not_a_source_connector() -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import signal
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -270,3 +271,26 @@ def test_bad_connector_configs_are_rejected_with_connects_errors(
               if c["value"]["errors"]}
     assert list(errors) == ["transaction.boundary"]
     assert worker.rest("GET", "/connectors").json().count(name) == 0
+
+
+def test_file_source_delivers_each_line_once_and_follows_the_file(
+        worker: WorkerProcess, unique_name: Callable[[str], str], tmp_path: Path) -> None:
+    topic, name = unique_name("lines"), unique_name("file")
+    create_topic(worker.bootstrap, topic)
+    path = tmp_path / "input.txt"
+    path.write_text("".join(f"line {i}\n" for i in range(1000)))
+    create(worker, name, {"connector.class": "FileStreamSourceConnector", "topic": topic,
+                          "file": str(path), "batch.size": "300"})
+
+    def values(want: int) -> list[Any]:
+        got = wait_for(lambda: (v := [r["value"] for r in read_topic(worker.bootstrap, topic)])
+                       and len(v) >= want and v, 60, f"{want} committed lines")
+        return list(got)
+    assert values(1000) == [f"line {i}" for i in range(1000)]
+    with path.open("a") as out:  # the task follows the file; a half line waits
+        out.write("".join(f"line {i}\n" for i in range(1000, 1500)) + "partial")
+    assert values(1500) == [f"line {i}" for i in range(1500)]
+    assert worker.rest("PUT", f"/connectors/{name}/stop").status_code == 204
+    assert worker.rest("GET", f"/connectors/{name}/offsets").json() == {"offsets": [
+        {"partition": {"filename": str(path)},
+         "offset": {"position": path.stat().st_size - len("partial")}}]}

@@ -1,0 +1,254 @@
+"""A source of lines from files: each line of a file becomes a record.
+
+Kafka Connect's ``FileStreamSourceConnector``, with the same keys and offsets,
+plus several files spread over tasks:
+
+* ``file`` (one path) and/or ``files`` (a comma-separated list): the inputs.
+  Files are split round-robin over at most ``tasks.max`` tasks.
+* Source partition ``{"filename": <path as configured>}``; source offset
+  ``{"position": <byte position just after the line>}``, so a restarted task
+  resumes exactly after the last committed line.
+* Value: the line as a string, without its line ending (``\\n`` or ``\\r\\n``);
+  no key; the timestamp is set by the producer.
+* Only complete lines are emitted: a last line still being written (no
+  ``\\n`` yet) waits for its end, so the task can follow a growing file.
+* A file that does not exist yet is waited for (logged once), as Connect does.
+  A committed position beyond the end of the file (the file was truncated or
+  replaced) fails the task: resuming anywhere else could skip or repeat lines.
+  Bytes that are not valid in ``encoding`` fail the task, naming the file and
+  the byte position of the line.
+
+Reading is by chunks of up to 1 MiB; one poll returns at most ``batch.size``
+lines, taken from the task's files in turn.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import IO, Any
+
+from connect_runtime import __version__
+from connect_runtime.api.config_def import ConfigDef, Importance, NonEmptyString, Range, Type
+from connect_runtime.api.connector import (
+    ConnectorTransactionBoundaries,
+    ExactlyOnceSupport,
+    SourceConnector,
+)
+from connect_runtime.api.record import SourceRecord
+from connect_runtime.api.task import SourceTask
+from connect_runtime.errors import ConfigException, DataException, InvalidOffsetException
+
+log = logging.getLogger(__name__)
+
+FILE = "file"
+FILES = "files"
+TOPIC = "topic"
+BATCH_SIZE = "batch.size"
+ENCODING = "encoding"
+POLL_IDLE_MS = "poll.idle.ms"
+TASK_FILES = "file.task.files"
+
+FILENAME_FIELD = "filename"
+POSITION_FIELD = "position"
+CHUNK_BYTES = 1 << 20
+
+CONFIG_DEF = (
+    ConfigDef()
+    .define(TOPIC, Type.STRING, validator=NonEmptyString(), importance=Importance.HIGH,
+            documentation="Topic to write the lines to.")
+    .define(FILE, Type.STRING, "", importance=Importance.HIGH,
+            documentation="A file to read (Kafka Connect's key). Combined with 'files'.")
+    .define(FILES, Type.LIST, "", importance=Importance.HIGH,
+            documentation="Files to read, spread round-robin over the tasks.")
+    .define(BATCH_SIZE, Type.INT, 2000, Range.at_least(1), Importance.LOW,
+            "Maximum lines returned by one poll.")
+    .define(ENCODING, Type.STRING, "utf-8", NonEmptyString(), Importance.LOW,
+            "Character encoding of the files (a Python codec name).")
+    .define(POLL_IDLE_MS, Type.INT, 100, Range.at_least(1), Importance.LOW,
+            "How long a poll waits when no file has a complete new line.")
+)
+
+_TASK_CONFIG_DEF = ConfigDef().define(
+    TASK_FILES, Type.LIST, documentation="The files of this task.")
+
+
+def configured_files(values: dict[str, Any]) -> list[str]:
+    """``file`` then ``files``, without repeats; raises if there is none."""
+    out: list[str] = []
+    for path in ([values[FILE]] if values[FILE] else []) + list(values[FILES]):
+        if path and path not in out:
+            out.append(path)
+    if not out:
+        raise ConfigException("Set 'file' or 'files' to at least one path", name=FILES,
+                              value="")
+    return out
+
+
+def source_partition(path: str) -> dict[str, str]:
+    return {FILENAME_FIELD: path}
+
+
+class FileStreamSourceConnector(SourceConnector):
+    """Hands out the configured files to tasks (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self._config: dict[str, str] = {}
+        self._files: list[str] = []
+
+    def version(self) -> str:
+        return __version__
+
+    def config_def(self) -> ConfigDef:
+        return CONFIG_DEF
+
+    def start(self, config: dict[str, str]) -> None:
+        values = CONFIG_DEF.parse(config)
+        self._files = configured_files(values)
+        try:
+            "".encode(values[ENCODING])
+        except LookupError:
+            raise ConfigException(f"Unknown encoding {values[ENCODING]!r}", name=ENCODING,
+                                  value=values[ENCODING]) from None
+        self._config = dict(config)
+
+    def task_class(self) -> type[SourceTask]:
+        return FileStreamSourceTask
+
+    def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
+        if max_tasks < 1:
+            raise ConfigException("Value must be at least 1", name="tasks.max", value=max_tasks)
+        tasks = min(max_tasks, len(self._files))
+        return [{**self._config, TASK_FILES: ",".join(self._files[i::tasks])}
+                for i in range(tasks)]
+
+    def stop(self) -> None:
+        pass
+
+    def exactly_once_support(self, config: dict[str, str]) -> ExactlyOnceSupport:
+        # Offsets are byte positions in files that only grow: replayable.
+        return ExactlyOnceSupport.SUPPORTED
+
+    def can_define_transaction_boundaries(
+        self, config: dict[str, str]
+    ) -> ConnectorTransactionBoundaries:
+        return ConnectorTransactionBoundaries.UNSUPPORTED
+
+
+class _Input:
+    """One file: its handle, the bytes read but not emitted, and their position."""
+
+    __slots__ = ("buffer", "file", "path", "position", "source_partition", "waiting_logged")
+
+    def __init__(self, path: str, position: int) -> None:
+        self.path = path
+        self.source_partition = source_partition(path)
+        self.position = position  # file position of buffer[0]: after the last emitted line
+        self.buffer = b""
+        self.file: IO[bytes] | None = None
+        self.waiting_logged = False
+
+
+class FileStreamSourceTask(SourceTask):
+    """Reads its files' complete lines; ``stop`` may come from another thread."""
+
+    def __init__(self) -> None:
+        self._stopping = threading.Event()
+        self._lock = threading.Lock()  # stop() closes the files a poll may be reading
+        self._inputs: list[_Input] = []
+        self._cursor = 0
+
+    def version(self) -> str:
+        return __version__
+
+    def start(self, config: dict[str, str]) -> None:
+        values = CONFIG_DEF.parse(config)
+        self._topic: str = values[TOPIC]
+        self._batch_size: int = values[BATCH_SIZE]
+        self._encoding: str = values[ENCODING]
+        self._idle_s: float = values[POLL_IDLE_MS] / 1000
+        paths = list(_TASK_CONFIG_DEF.parse(config)[TASK_FILES])
+        reader = self.context.offset_storage_reader
+        committed = {part.get(FILENAME_FIELD): offset for part, offset in
+                     reader.offsets([source_partition(p) for p in paths])}
+        self._inputs = [_Input(p, _position(p, committed.get(p))) for p in paths]
+        self._cursor = 0
+
+    def poll(self) -> list[SourceRecord] | None:
+        batch: list[SourceRecord] = []
+        with self._lock:
+            for _ in range(len(self._inputs)):
+                if self._stopping.is_set() or len(batch) >= self._batch_size:
+                    break
+                source = self._inputs[self._cursor]
+                self._cursor = (self._cursor + 1) % len(self._inputs)
+                self._read_lines(source, batch)
+        if not batch:
+            self._stopping.wait(self._idle_s)
+            return None
+        return batch
+
+    def _open(self, source: _Input) -> IO[bytes] | None:
+        if source.file is None:
+            try:
+                source.file = open(source.path, "rb")  # noqa: SIM115 (kept open across polls)
+            except FileNotFoundError:
+                if not source.waiting_logged:
+                    log.warning("file %s does not exist yet; waiting for it", source.path)
+                    source.waiting_logged = True
+                return None
+            size = source.file.seek(0, 2)
+            if source.position > size:
+                raise InvalidOffsetException(
+                    f"The committed position {source.position} of {source.path} is beyond its "
+                    f"end ({size} bytes): the file was truncated or replaced. Delete the "
+                    "connector's offsets to read it from the start.")
+            source.file.seek(source.position)
+        return source.file
+
+    def _read_lines(self, source: _Input, batch: list[SourceRecord]) -> None:
+        if self._stopping.is_set():
+            return
+        f = self._open(source)
+        if f is None:
+            return
+        append, topic, part, encoding = batch.append, self._topic, source.source_partition, \
+            self._encoding
+        data, start, base = source.buffer, 0, source.position
+        while len(batch) < self._batch_size:
+            end = data.find(b"\n", start)
+            if end < 0:
+                chunk = f.read(CHUNK_BYTES)
+                if not chunk:
+                    break
+                data, base, start = data[start:] + chunk, base + start, 0
+                continue
+            raw = data[start:end - 1] if end > start and data[end - 1] == 13 else data[start:end]
+            try:
+                line = raw.decode(encoding)
+            except UnicodeDecodeError as e:
+                raise DataException(
+                    f"{source.path}: the line at byte position {base + start} is not valid "
+                    f"{encoding}: {e}") from None
+            start = end + 1
+            append(SourceRecord(part, {POSITION_FIELD: base + start}, topic, line))
+        source.buffer, source.position = data[start:], base + start
+
+    def stop(self) -> None:
+        self._stopping.set()
+        with self._lock:
+            for source in self._inputs:
+                if source.file is not None:
+                    source.file.close()
+                    source.file = None
+
+
+def _position(path: str, offset: dict[str, Any] | None) -> int:
+    if offset is None:
+        return 0
+    position = offset.get(POSITION_FIELD)
+    if isinstance(position, bool) or not isinstance(position, int) or position < 0:
+        raise InvalidOffsetException(
+            f"Source partition {source_partition(path)} has committed offset {offset!r}; "
+            f"expected {{{POSITION_FIELD!r}: <int >= 0>}}")
+    return position

@@ -1,0 +1,152 @@
+"""This project: connectors on a real worker (Spark local[*]) against the same broker."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from bench.common import (
+    CommittedCounter,
+    Measurement,
+    create_topic,
+    rss_mb,
+    tree_cpu_seconds,
+)
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(REPO / "tests"), str(REPO / "tests" / "e2e")]
+from harness import WorkerProcess, free_port  # noqa: E402  (the tests' process harness)
+
+
+def start_worker(bootstrap: str, workdir: Path) -> WorkerProcess:
+    worker = WorkerProcess(bootstrap, f"bench-{uuid.uuid4().hex[:8]}", free_port(), workdir,
+                           # local[*] on a 2-core machine has 2 task slots, and every task holds
+                           # one while it runs: at least 4 threads for the 4-task runs.
+                           {"spark.master": f"local[{max(os.cpu_count() or 1, 4)}]",
+                            "spark.driver.memory": "1g"})
+    return worker.start()
+
+
+def _wait_json(worker: WorkerProcess, path: str, ok: Any, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        r = worker.rest("GET", path)
+        if r.status_code == 200 and ok(r.json()):
+            return
+        time.sleep(0.2)
+    raise RuntimeError(f"timed out waiting on {path}")
+
+
+def run_connector(worker: WorkerProcess, config: dict[str, str], records: int, partitions: int,
+                  value_size: int, transactions_hint: int, timeout: float = 600) -> Measurement:
+    """Create a connector writing ``records`` records, measure, delete it.
+
+    ``transactions_hint``: the number of transactions (poll boundary: records /
+    batch size), or minus the interval in ms (interval boundary: one transaction
+    per interval over the measured time).
+    """
+    name = f"bench-{uuid.uuid4().hex[:8]}"
+    topic = f"{name}-out"
+    create_topic(worker.bootstrap, topic, partitions)
+    counter = CommittedCounter(worker.bootstrap, topic, partitions, records)
+    assert worker.proc is not None
+    cpu0 = tree_cpu_seconds(worker.proc.pid)
+    created = time.time()
+    r = worker.rest("POST", "/connectors", json={"name": name, "config": {**config,
+                                                                           "topic": topic}})
+    if r.status_code != 201:
+        raise RuntimeError(f"create failed: {r.status_code} {r.text}")
+    try:
+        if not counter.wait(timeout):
+            raise RuntimeError(f"only {counter.count} of {records} records arrived")
+        cpu = tree_cpu_seconds(worker.proc.pid) - cpu0
+        slots = [s for s in worker.slots() if s["connector"] == name and s.get("pid")]
+        task_rss = [m for s in slots if (m := rss_mb(int(s["pid"]))) is not None]
+        assert counter.first is not None and counter.last is not None
+        first_created = counter.first_created or counter.first
+        seconds = counter.last - first_created
+        if transactions_hint < 0:  # an interval in ms: one transaction per interval
+            transactions_hint = max(1, round(seconds * 1000 / -transactions_hint))
+        return Measurement(
+            records=records, value_size=value_size, seconds=seconds,
+            cpu_seconds=cpu, transactions=transactions_hint,
+            startup_seconds=counter.first - created,
+            latency_p50_ms=counter.percentile(0.5), latency_p99_ms=counter.percentile(0.99),
+            worker_rss_mb=rss_mb(worker.proc.pid),
+            task_rss_mb=max(task_rss) if task_rss else None)
+    finally:
+        counter.stop()
+        worker.rest("DELETE", f"/connectors/{name}")
+        _wait_json(worker, "/internal/tasks",
+                   lambda slots: not any(s["connector"] == name for s in slots), 120)
+
+
+def sequence_config(tasks: int, records: int, value_size: int, boundary: str,
+                    size_or_ms: int, rate: float = 0) -> dict[str, str]:
+    config = {"connector.class": "SequenceSourceConnector", "tasks.max": str(tasks),
+              "partitions": str(tasks), "max.records": str(records // tasks),
+              "record.size.bytes": str(value_size), "rate.per.sec": str(rate)}
+    if boundary == "poll":
+        config["batch.size"] = str(size_or_ms)
+    else:
+        config |= {"batch.size": "1000", "transaction.boundary": "interval",
+                   "transaction.boundary.interval.ms": str(size_or_ms)}
+    return config
+
+
+def write_lines(path: Path, records: int, value_size: int) -> None:
+    """``records`` lines whose JSON string value is about ``value_size`` bytes."""
+    body = "y" * max(1, value_size - 12)
+    with path.open("w") as out:
+        for i in range(records):
+            out.write(f"{i:010d}{body}\n")
+
+
+def file_config(path: Path, boundary: str, size_or_ms: int) -> dict[str, str]:
+    config = {"connector.class": "FileStreamSourceConnector", "file": str(path)}
+    if boundary == "poll":
+        config["batch.size"] = str(size_or_ms)
+    else:
+        config |= {"batch.size": "2000", "transaction.boundary": "interval",
+                   "transaction.boundary.interval.ms": str(size_or_ms)}
+    return config
+
+
+def measure_recovery(worker: WorkerProcess, timeout: float = 120) -> float:
+    """SIGKILL a task's Python worker, restart the task by REST: seconds from the
+    kill to the first committed record produced after it."""
+    name = f"bench-{uuid.uuid4().hex[:8]}"
+    topic = f"{name}-out"
+    create_topic(worker.bootstrap, topic, 1)
+    config = sequence_config(1, 0, 100, "poll", 1000, rate=20_000) | {"max.records": "0",
+                                                                       "topic": topic}
+    worker.rest("POST", "/connectors", json={"name": name, "config": config})
+    counter = CommittedCounter(worker.bootstrap, topic, 1, 1 << 62)
+    try:
+        _wait_json(worker, f"/connectors/{name}/status",
+                   lambda s: [t["state"] for t in s.get("tasks", [])] == ["RUNNING"], 120)
+        time.sleep(2)
+        slot = next(s for s in worker.slots() if s["connector"] == name)
+        killed = time.time()
+        os.kill(int(slot["pid"]), signal.SIGKILL)
+        _wait_json(worker, f"/connectors/{name}/status",
+                   lambda s: [t["state"] for t in s.get("tasks", [])] == ["FAILED"], 60)
+        worker.rest("POST", f"/connectors/{name}/tasks/0/restart")
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            arrival = counter.first_arrival_created_after(killed)
+            if arrival is not None:
+                return arrival - killed
+            time.sleep(0.05)
+        raise RuntimeError("the task did not recover")
+    finally:
+        counter.stop()
+        worker.rest("DELETE", f"/connectors/{name}")
+        _wait_json(worker, "/internal/tasks",
+                   lambda slots: not any(s["connector"] == name for s in slots), 120)
+

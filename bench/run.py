@@ -1,0 +1,248 @@
+"""Runs every benchmark scenario against one broker and writes the results.
+
+    .venv/bin/python -m bench.run --bootstrap-server HOST:PORT [--runs 3] [--scale 1.0]
+
+(``bash bench/run.sh`` starts a broker of its own and calls this.) Writes
+``bench/results/latest.json``, ``bench/results/latest.md`` (the tables) and
+``docs/benchmarks-throughput.png`` (throughput against transaction size), and
+prints the tables. Figures are medians of ``--runs`` runs; "spread" is
+(max - min) / median.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import asdict
+from pathlib import Path
+
+from bench.common import Measurement, Scenario
+from bench.limit import run_limit
+
+REPO = Path(__file__).resolve().parents[1]
+RESULTS = REPO / "bench" / "results"
+PLOT = REPO / "docs" / "benchmarks-throughput.png"
+
+# Transaction modes shared by the limit and this project: label -> (records, ms).
+MODES: dict[str, tuple[int | None, int | None]] = {
+    "txn 1,000": (1000, None), "txn 10,000": (10_000, None),
+    "txn 100 ms": (None, 100), "txn 1 s": (None, 1000),
+}
+# Project boundary -> the limit's mode with the same transaction sizes.
+BOUNDARIES: dict[str, tuple[str, int, str]] = {
+    "poll 1,000": ("poll", 1000, "txn 1,000"),
+    "poll 10,000": ("poll", 10_000, "txn 10,000"),
+    "interval 100 ms": ("interval", 100, "txn 100 ms"),
+    "interval 1 s": ("interval", 1000, "txn 1 s"),
+}
+
+
+def long_factor(interval_ms: int | None) -> int:
+    """Scenarios with 1 s transactions get 5x the records, so they span several
+    transactions instead of measuring one commit wait."""
+    return 5 if interval_ms is not None and interval_ms >= 1000 else 1
+
+
+def repeat(scenario: Scenario, runs: int, once: Callable[[], Measurement]) -> Scenario:
+    for i in range(runs):
+        m = once()
+        scenario.runs.append(m)
+        print(f"  {scenario.group}/{scenario.name} run {i + 1}: {m.records_per_s:,.0f} rec/s "
+              f"({m.mb_per_s:.1f} MB/s), {m.txn_size:,.0f} rec/txn", flush=True)
+    return scenario
+
+
+def limit_scenarios(bootstrap: str, runs: int, n100: int, n1k: int) -> list[Scenario]:
+    out = []
+    for size, n in ((100, n100), (1000, n1k)):
+        for label, (every, ms) in MODES.items():
+            k = n * long_factor(ms)
+            out.append(repeat(Scenario("limit", f"{label}, {size} B"), runs,
+                              lambda e=every, m=ms, s=size, k=k: run_limit(bootstrap, k, s, e, m)))
+        out.append(repeat(Scenario("limit", f"no txn, {size} B"), runs,
+                          lambda s=size, k=n: run_limit(bootstrap, k, s, None, None, False)))
+    return out
+
+
+def project_scenarios(bootstrap: str, runs: int, n100: int, n1k: int,
+                      workdir: Path) -> tuple[list[Scenario], Scenario]:
+    from bench.project import (
+        file_config,
+        measure_recovery,
+        run_connector,
+        sequence_config,
+        start_worker,
+        write_lines,
+    )
+
+    worker = start_worker(bootstrap, workdir)
+    out: list[Scenario] = []
+    try:
+        def seq(name: str, tasks: int, n: int, size: int, boundary: str, value: int,
+                rate: float = 0, hint: int = 1) -> Scenario:
+            return repeat(Scenario("project", name, tasks), runs, lambda: run_connector(
+                worker, sequence_config(tasks, n, size, boundary, value, rate), n, tasks, size,
+                hint))
+
+        for label, (boundary, value, _) in BOUNDARIES.items():
+            hint = n100 // value if boundary == "poll" else -value
+            k = n100 * long_factor(value if boundary == "interval" else None)
+            out.append(seq(f"sequence {label}, 100 B", 1, k, 100, boundary, value, hint=hint))
+        for label in ("poll 1,000", "poll 10,000"):
+            boundary, value, _ = BOUNDARIES[label]
+            out.append(seq(f"sequence {label}, 1000 B", 1, n1k, 1000, boundary, value,
+                           hint=max(1, n1k // value)))
+        for tasks in (2, 4):
+            out.append(seq(f"sequence poll 1,000, 100 B, {tasks} tasks", tasks, n100 * tasks,
+                           100, "poll", 1000, hint=n100 * tasks // 1000))
+        inputs: dict[int, Path] = {}
+        for label, (boundary, value, _) in BOUNDARIES.items():
+            hint = n100 // value if boundary == "poll" else -value
+            k = n100 * long_factor(value if boundary == "interval" else None)
+            if k not in inputs:
+                inputs[k] = workdir / f"input-{k}.txt"
+                write_lines(inputs[k], k, 100)
+            out.append(repeat(Scenario("project", f"file {label}, 100 B"), runs,
+                              lambda b=boundary, v=value, h=hint, k=k: run_connector(
+                                  worker, file_config(inputs[k], b, v), k, 1, 100, h)))
+        # Latency at half the measured maximum, interval 100 ms (the target's setting).
+        top = next(s for s in out if s.name == "sequence interval 100 ms, 100 B")
+        rate = 0.5 * (top.median("records_per_s") or 10_000)
+        n = int(rate * 10)
+        out.append(seq("sequence interval 100 ms, 100 B, at 50% of max (latency)", 1, n, 100,
+                       "interval", 100, rate=rate, hint=-100))
+        recovery = Scenario("project", "recovery after SIGKILL of the task process")
+        for _ in range(runs):
+            seconds = measure_recovery(worker)
+            recovery.runs.append(Measurement(records=1, value_size=0, seconds=1,
+                                             recovery_seconds=seconds))
+            print(f"  recovery: {seconds:.2f} s", flush=True)
+    finally:
+        worker.stop()
+    return out, recovery
+
+
+def _fmt(value: float | None, pattern: str = "{:,.0f}") -> str:
+    return "-" if value is None else pattern.format(value)
+
+
+def tables(limit: list[Scenario], project: list[Scenario], recovery: Scenario) -> str:
+    by_name = {s.name: s for s in limit}
+    lines = ["### The limit (raw confluent-kafka producer, 1 partition)", "",
+             "| mode | records/s | spread | MB/s | rec/txn | CPU s / M records |",
+             "|---|---|---|---|---|---|"]
+    for s in limit:
+        lines.append(f"| {s.name} | {_fmt(s.median('records_per_s'))} | "
+                     f"{_fmt(s.spread('records_per_s'), '{:.0%}')} | "
+                     f"{_fmt(s.median('mb_per_s'), '{:.1f}')} | "
+                     f"{_fmt(s.median('txn_size'))} | "
+                     f"{_fmt(s.median('cpu_s_per_million'), '{:.1f}')} |")
+    lines += ["", "### This project (one worker, Spark local[*])", "",
+              "| scenario | records/s per task | spread | MB/s per task | ratio to the limit | "
+              "latency p50 / p99 ms | CPU s / M records | worker / task RSS MB | "
+              "startup s |", "|---|---|---|---|---|---|---|---|---|"]
+    for s in project:
+        per_task = (s.median("records_per_s") or 0) / s.tasks
+        mb = (s.median("mb_per_s") or 0) / s.tasks
+        ratio = "-"
+        for label, (_, _, mode) in BOUNDARIES.items():
+            size = "1000 B" if "1000 B" in s.name else "100 B"
+            if f" {label}," in s.name and "latency" not in s.name:
+                ref = by_name.get(f"{mode}, {size}")
+                if ref and ref.median("records_per_s"):
+                    ratio = f"{per_task / (ref.median('records_per_s') or 1):.2f}"
+        lines.append(
+            f"| {s.name} | {per_task:,.0f} | {_fmt(s.spread('records_per_s'), '{:.0%}')} | "
+            f"{mb:.1f} | {ratio} | {_fmt(s.median('latency_p50_ms'))} / "
+            f"{_fmt(s.median('latency_p99_ms'))} | "
+            f"{_fmt(s.median('cpu_s_per_million'), '{:.1f}')} | "
+            f"{_fmt(s.median('worker_rss_mb'))} / {_fmt(s.median('task_rss_mb'))} | "
+            f"{_fmt(s.median('startup_seconds'), '{:.1f}')} |")
+    lines += ["", f"Recovery after SIGKILL of the task's Python worker (REST restart "
+              f"included): median {_fmt(recovery.median('recovery_seconds'), '{:.2f}')} s, "
+              f"spread {_fmt(recovery.spread('recovery_seconds'), '{:.0%}')}."]
+    return "\n".join(lines)
+
+
+def plot(limit: list[Scenario], project: list[Scenario]) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    series = {
+        "raw producer (limit)": [s for s in limit if s.name.endswith(", 100 B")
+                                 and not s.name.startswith("no txn")],
+        "this project, sequence": [s for s in project if s.name.startswith("sequence")
+                                   and s.name.endswith(", 100 B") and s.tasks == 1],
+        "this project, file": [s for s in project if s.name.startswith("file")],
+    }
+    for label, scenarios in series.items():
+        points = sorted((s.median("txn_size") or 1, s.median("records_per_s") or 0)
+                        for s in scenarios)
+        ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=label)
+    ax.set_xscale("log")
+    ax.set_xlabel("records per transaction")
+    ax.set_ylabel("records/s per task (100 B values)")
+    ax.set_title("Throughput against transaction size")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(PLOT, dpi=110)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="bench.run", description=__doc__.split("\n")[0])
+    parser.add_argument("--bootstrap-server", required=True)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--scale", type=float, default=1.0,
+                        help="multiplies the record counts (default 1: 300k x 100 B, 60k x 1 KB)")
+    parser.add_argument("--only", choices=["limit", "project"], default=None)
+    args = parser.parse_args(argv)
+    if args.runs < 1 or args.scale <= 0:
+        parser.error("--runs must be >= 1 and --scale > 0")
+    n100, n1k = int(300_000 * args.scale), int(60_000 * args.scale)
+    started = time.time()
+    limit = [] if args.only == "project" else limit_scenarios(args.bootstrap_server, args.runs,
+                                                              n100, n1k)
+    project: list[Scenario] = []
+    recovery = Scenario("project", "recovery")
+    if args.only != "limit":
+        with tempfile.TemporaryDirectory(prefix="bench-") as tmp:
+            project, recovery = project_scenarios(args.bootstrap_server, args.runs, n100, n1k,
+                                                  Path(tmp))
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO,
+                            capture_output=True, text=True).stdout.strip()
+    machine = (f"{platform.machine()}, {platform.processor() or 'cpu'}, "
+               f"{_cores()} cores, Python {platform.python_version()}")
+    text = tables(limit, project, recovery)
+    header = (f"Commit `{commit}`, {time.strftime('%Y-%m-%d', time.gmtime(started))}, "
+              f"{machine}; {args.runs} runs per scenario, medians.\n\n")
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "latest.md").write_text(header + text + "\n")
+    (RESULTS / "latest.json").write_text(json.dumps({
+        "commit": commit, "machine": machine, "runs": args.runs,
+        "scenarios": [{"group": s.group, "name": s.name, "tasks": s.tasks,
+                       "runs": [asdict(r) for r in s.runs]}
+                      for s in [*limit, *project, recovery]]}, indent=1))
+    if limit and project:
+        plot(limit, project)
+    print("\n" + header + text)
+    return 0
+
+
+def _cores() -> int:
+    import os
+
+    return os.cpu_count() or 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

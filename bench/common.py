@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import statistics
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -11,6 +12,12 @@ from pathlib import Path
 
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(REPO / "tests"), str(REPO / "tests" / "e2e")]
+from harness import WorkerProcess, free_port, process_tree  # noqa: E402  (tests' harness)
+
+__all__ = ["WorkerProcess", "free_port", "process_tree"]
 
 
 @dataclass
@@ -142,23 +149,6 @@ class CommittedCounter:
             return None
         values = sorted(self.latencies_ms)
         return values[min(len(values) - 1, int(q * len(values)))]
-
-
-def process_tree(root: int) -> list[int]:
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                stat = Path(f"/proc/{entry}/stat").read_text()
-            except OSError:
-                continue
-            children.setdefault(int(stat.rsplit(")", 1)[1].split()[1]), []).append(int(entry))
-    out, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        out.append(pid)
-        todo.extend(children.get(pid, []))
-    return out
 
 
 def tree_cpu_seconds(root: int) -> float:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import sys
 import time
 import uuid
 from pathlib import Path
@@ -13,14 +12,12 @@ from typing import Any
 from bench.common import (
     CommittedCounter,
     Measurement,
+    WorkerProcess,
     create_topic,
+    free_port,
     rss_mb,
     tree_cpu_seconds,
 )
-
-REPO = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(REPO / "tests"), str(REPO / "tests" / "e2e")]
-from harness import WorkerProcess, free_port  # noqa: E402  (the tests' process harness)
 
 
 def start_worker(bootstrap: str, workdir: Path) -> WorkerProcess:

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fakes import FakeContext
 
 from connect_runtime.api.connector import ConnectorTransactionBoundaries, ExactlyOnceSupport
 from connect_runtime.api.record import SourceRecord
@@ -24,22 +25,6 @@ class FakeReader:
 
     def offsets(self, partitions: Iterable[Any]) -> list[tuple[Any, dict[str, Any] | None]]:
         return [(p, self.offset(p)) for p in partitions]
-
-
-class FakeContext:
-    def __init__(self, config: dict[str, str], reader: FakeReader) -> None:
-        self._config, self._reader = config, reader
-
-    @property
-    def config(self) -> dict[str, str]:
-        return self._config
-
-    @property
-    def offset_storage_reader(self) -> FakeReader:
-        return self._reader
-
-    def transaction_context(self) -> None:
-        return None
 
 
 def task_for(files: list[Path], offsets: dict[str, dict[str, Any]] | None = None,

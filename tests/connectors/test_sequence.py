@@ -9,6 +9,7 @@ from typing import Any
 
 import orjson
 import pytest
+from fakes import FakeContext
 
 import connect_runtime
 from connect_runtime.api.connector import ConnectorTransactionBoundaries, ExactlyOnceSupport
@@ -46,23 +47,6 @@ class FakeTransactions:
 
     def abort_transaction(self, record: SourceRecord | None = None) -> None:
         self.requests.append(("abort", record))
-
-
-class FakeContext:
-    def __init__(self, config: dict[str, str], reader: FakeReader,
-                 txn: FakeTransactions | None) -> None:
-        self._config, self._reader, self._txn = config, reader, txn
-
-    @property
-    def config(self) -> dict[str, str]:
-        return self._config
-
-    @property
-    def offset_storage_reader(self) -> FakeReader:
-        return self._reader
-
-    def transaction_context(self) -> FakeTransactions | None:
-        return self._txn
 
 
 CONNECTOR = {"name": "seq", "connector.class": "SequenceSource", "topic": "out"}

@@ -226,8 +226,10 @@ def main(argv: list[str] | None = None) -> int:
     header = (f"Commit `{commit}`, {time.strftime('%Y-%m-%d', time.gmtime(started))}, "
               f"{machine}; {args.runs} runs per scenario, medians.\n\n")
     RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "latest.md").write_text(header + text + "\n")
-    (RESULTS / "latest.json").write_text(json.dumps({
+    # A partial run (--only) must not replace the full results the docs quote.
+    stem = f"latest-{args.only}" if args.only else "latest"
+    (RESULTS / f"{stem}.md").write_text(header + text + "\n")
+    (RESULTS / f"{stem}.json").write_text(json.dumps({
         "commit": commit, "machine": machine, "runs": args.runs,
         "scenarios": [{"group": s.group, "name": s.name, "tasks": s.tasks,
                        "runs": [asdict(r) for r in s.runs]}

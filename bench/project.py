@@ -29,7 +29,7 @@ def start_worker(bootstrap: str, workdir: Path) -> WorkerProcess:
     return worker.start()
 
 
-def _wait_json(worker: WorkerProcess, path: str, ok: Any, timeout: float) -> None:
+def _wait_json(worker: Any, path: str, ok: Any, timeout: float) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         r = worker.rest("GET", path)
@@ -39,7 +39,7 @@ def _wait_json(worker: WorkerProcess, path: str, ok: Any, timeout: float) -> Non
     raise RuntimeError(f"timed out waiting on {path}")
 
 
-def run_connector(worker: WorkerProcess, config: dict[str, str], records: int, partitions: int,
+def run_connector(worker: Any, config: dict[str, str], records: int, partitions: int,
                   value_size: int, transactions_hint: int, timeout: float = 600) -> Measurement:
     """Create a connector writing ``records`` records, measure, delete it.
 
@@ -78,7 +78,14 @@ def run_connector(worker: WorkerProcess, config: dict[str, str], records: int, p
             task_rss_mb=max(task_rss) if task_rss else None)
     finally:
         counter.stop()
-        worker.rest("DELETE", f"/connectors/{name}")
+        _delete(worker, name)
+
+
+def _delete(worker: Any, name: str) -> None:
+    """Delete the connector and wait until its tasks are gone (no overlap with the next)."""
+    worker.rest("DELETE", f"/connectors/{name}")
+    _wait_json(worker, "/connectors", lambda names: name not in names, 120)
+    if isinstance(worker, WorkerProcess):
         _wait_json(worker, "/internal/tasks",
                    lambda slots: not any(s["connector"] == name for s in slots), 120)
 
@@ -143,7 +150,5 @@ def measure_recovery(worker: WorkerProcess, timeout: float = 120) -> float:
         raise RuntimeError("the task did not recover")
     finally:
         counter.stop()
-        worker.rest("DELETE", f"/connectors/{name}")
-        _wait_json(worker, "/internal/tasks",
-                   lambda slots: not any(s["connector"] == name for s in slots), 120)
+        _delete(worker, name)
 

@@ -128,12 +128,37 @@ def project_scenarios(bootstrap: str, runs: int, n100: int, n1k: int,
     return out, recovery
 
 
+def java_scenarios(bootstrap: str, runs: int, n100: int, workdir: Path) -> list[Scenario]:
+    """Kafka Connect's FileStreamSourceConnector over the same kind of input."""
+    from bench.kafka_connect import JavaWorker, file_config
+    from bench.project import run_connector, write_lines
+
+    worker = JavaWorker(bootstrap, workdir).start()
+    out: list[Scenario] = []
+    try:
+        inputs: dict[int, Path] = {}
+        for label, (boundary, value, _) in BOUNDARIES.items():
+            hint = n100 // value if boundary == "poll" else -value
+            k = n100 * long_factor(value if boundary == "interval" else None)
+            if k not in inputs:
+                inputs[k] = workdir / f"java-input-{k}.txt"
+                write_lines(inputs[k], k, 100)
+            out.append(repeat(Scenario("kafka-connect", f"file {label}, 100 B"), runs,
+                              lambda b=boundary, v=value, h=hint, k=k: run_connector(
+                                  worker, file_config(inputs[k], b, v), k, 1, 100, h)))
+    finally:
+        worker.stop()
+    return out
+
+
 def _fmt(value: float | None, pattern: str = "{:,.0f}") -> str:
     return "-" if value is None else pattern.format(value)
 
 
-def tables(limit: list[Scenario], project: list[Scenario], recovery: Scenario) -> str:
+def tables(limit: list[Scenario], project: list[Scenario], recovery: Scenario,
+           java: list[Scenario]) -> str:
     by_name = {s.name: s for s in limit}
+    java_by_name = {s.name: s for s in java}
     lines = ["### The limit (raw confluent-kafka producer, 1 partition)", "",
              "| mode | records/s | spread | MB/s | rec/txn | CPU s / M records |",
              "|---|---|---|---|---|---|"]
@@ -145,8 +170,8 @@ def tables(limit: list[Scenario], project: list[Scenario], recovery: Scenario) -
                      f"{_fmt(s.median('cpu_s_per_million'), '{:.1f}')} |")
     lines += ["", "### This project (one worker, Spark local[*])", "",
               "| scenario | records/s per task | spread | MB/s per task | ratio to the limit | "
-              "latency p50 / p99 ms | CPU s / M records | worker / task RSS MB | "
-              "startup s |", "|---|---|---|---|---|---|---|---|---|"]
+              "ratio to Kafka Connect | latency p50 / p99 ms | CPU s / M records | "
+              "worker / task RSS MB | startup s |", "|---|---|---|---|---|---|---|---|---|---|"]
     for s in project:
         per_task = (s.median("records_per_s") or 0) / s.tasks
         mb = (s.median("mb_per_s") or 0) / s.tasks
@@ -157,20 +182,38 @@ def tables(limit: list[Scenario], project: list[Scenario], recovery: Scenario) -
                 ref = by_name.get(f"{mode}, {size}")
                 if ref and ref.median("records_per_s"):
                     ratio = f"{per_task / (ref.median('records_per_s') or 1):.2f}"
+        reference = java_by_name.get(s.name)
+        vs_java = "-" if reference is None or not reference.median("records_per_s") else \
+            f"{per_task / (reference.median('records_per_s') or 1):.2f}"
         lines.append(
             f"| {s.name} | {per_task:,.0f} | {_fmt(s.spread('records_per_s'), '{:.0%}')} | "
-            f"{mb:.1f} | {ratio} | {_fmt(s.median('latency_p50_ms'))} / "
+            f"{mb:.1f} | {ratio} | {vs_java} | {_fmt(s.median('latency_p50_ms'))} / "
             f"{_fmt(s.median('latency_p99_ms'))} | "
             f"{_fmt(s.median('cpu_s_per_million'), '{:.1f}')} | "
             f"{_fmt(s.median('worker_rss_mb'))} / {_fmt(s.median('task_rss_mb'))} | "
             f"{_fmt(s.median('startup_seconds'), '{:.1f}')} |")
+    if java:
+        lines += ["", "### Apache Kafka Connect 4.1.1 (Java), FileStreamSourceConnector, "
+                  "exactly.once.source.support=enabled", "",
+                  "| scenario | records/s per task | spread | MB/s | latency p50 / p99 ms | "
+                  "CPU s / M records | worker RSS MB | startup s |",
+                  "|---|---|---|---|---|---|---|---|"]
+        for s in java:
+            lines.append(
+                f"| {s.name} | {_fmt(s.median('records_per_s'))} | "
+                f"{_fmt(s.spread('records_per_s'), '{:.0%}')} | "
+                f"{_fmt(s.median('mb_per_s'), '{:.1f}')} | "
+                f"{_fmt(s.median('latency_p50_ms'))} / {_fmt(s.median('latency_p99_ms'))} | "
+                f"{_fmt(s.median('cpu_s_per_million'), '{:.1f}')} | "
+                f"{_fmt(s.median('worker_rss_mb'))} | "
+                f"{_fmt(s.median('startup_seconds'), '{:.1f}')} |")
     lines += ["", f"Recovery after SIGKILL of the task's Python worker (REST restart "
               f"included): median {_fmt(recovery.median('recovery_seconds'), '{:.2f}')} s, "
               f"spread {_fmt(recovery.spread('recovery_seconds'), '{:.0%}')}."]
     return "\n".join(lines)
 
 
-def plot(limit: list[Scenario], project: list[Scenario]) -> None:
+def plot(limit: list[Scenario], project: list[Scenario], java: list[Scenario]) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -183,6 +226,7 @@ def plot(limit: list[Scenario], project: list[Scenario]) -> None:
         "this project, sequence": [s for s in project if s.name.startswith("sequence")
                                    and s.name.endswith(", 100 B") and s.tasks == 1],
         "this project, file": [s for s in project if s.name.startswith("file")],
+        "Kafka Connect (Java), file": java,
     }
     for label, scenarios in series.items():
         points = sorted((s.median("txn_size") or 1, s.median("records_per_s") or 0)
@@ -204,25 +248,31 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--scale", type=float, default=1.0,
                         help="multiplies the record counts (default 1: 300k x 100 B, 60k x 1 KB)")
-    parser.add_argument("--only", choices=["limit", "project"], default=None)
+    parser.add_argument("--only", choices=["limit", "project", "kafka-connect"], default=None)
     args = parser.parse_args(argv)
     if args.runs < 1 or args.scale <= 0:
         parser.error("--runs must be >= 1 and --scale > 0")
     n100, n1k = int(300_000 * args.scale), int(60_000 * args.scale)
     started = time.time()
-    limit = [] if args.only == "project" else limit_scenarios(args.bootstrap_server, args.runs,
-                                                              n100, n1k)
+    def wanted(part: str) -> bool:
+        return args.only in (None, part)
+
+    limit = limit_scenarios(args.bootstrap_server, args.runs, n100, n1k) \
+        if wanted("limit") else []
     project: list[Scenario] = []
+    java: list[Scenario] = []
     recovery = Scenario("project", "recovery")
-    if args.only != "limit":
-        with tempfile.TemporaryDirectory(prefix="bench-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="bench-") as tmp:
+        if wanted("project"):
             project, recovery = project_scenarios(args.bootstrap_server, args.runs, n100, n1k,
                                                   Path(tmp))
+        if wanted("kafka-connect"):
+            java = java_scenarios(args.bootstrap_server, args.runs, n100, Path(tmp))
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO,
                             capture_output=True, text=True).stdout.strip()
     machine = (f"{platform.machine()}, {platform.processor() or 'cpu'}, "
                f"{_cores()} cores, Python {platform.python_version()}")
-    text = tables(limit, project, recovery)
+    text = tables(limit, project, recovery, java)
     header = (f"Commit `{commit}`, {time.strftime('%Y-%m-%d', time.gmtime(started))}, "
               f"{machine}; {args.runs} runs per scenario, medians.\n\n")
     RESULTS.mkdir(parents=True, exist_ok=True)
@@ -233,9 +283,9 @@ def main(argv: list[str] | None = None) -> int:
         "commit": commit, "machine": machine, "runs": args.runs,
         "scenarios": [{"group": s.group, "name": s.name, "tasks": s.tasks,
                        "runs": [asdict(r) for r in s.runs]}
-                      for s in [*limit, *project, recovery]]}, indent=1))
-    if limit and project:
-        plot(limit, project)
+                      for s in [*limit, *project, recovery, *java]]}, indent=1))
+    if limit and project and java:
+        plot(limit, project, java)
     print("\n" + header + text)
     return 0
 

@@ -17,6 +17,9 @@ import httpx
 
 from bench.common import free_port
 
+# Connect's own file source, configured by bench.project.file_config like ours.
+CONNECTOR_CLASS = "org.apache.kafka.connect.file.FileStreamSourceConnector"
+
 REPO = Path(__file__).resolve().parents[1]
 VERSION = "4.1.1"
 LIBS = REPO / ".cache" / f"kafka-connect-{VERSION}" / "libs"
@@ -90,15 +93,3 @@ class JavaWorker:
         except subprocess.TimeoutExpired:
             os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait(10)
-
-
-def file_config(path: Path, boundary: str, size_or_ms: int) -> dict[str, str]:
-    """Connect's FileStreamSourceConnector with the same boundary as ours."""
-    config = {"connector.class": "org.apache.kafka.connect.file.FileStreamSourceConnector",
-              "file": str(path), "tasks.max": "1"}
-    if boundary == "poll":
-        config["batch.size"] = str(size_or_ms)
-    else:
-        config |= {"batch.size": "2000", "transaction.boundary": "interval",
-                   "transaction.boundary.interval.ms": str(size_or_ms)}
-    return config

@@ -92,15 +92,19 @@ def _delete(worker: Any, name: str) -> None:
 
 def sequence_config(tasks: int, records: int, value_size: int, boundary: str,
                     size_or_ms: int, rate: float = 0) -> dict[str, str]:
-    config = {"connector.class": "SequenceSourceConnector", "tasks.max": str(tasks),
-              "partitions": str(tasks), "max.records": str(records // tasks),
-              "record.size.bytes": str(value_size), "rate.per.sec": str(rate)}
+    return {"connector.class": "SequenceSourceConnector", "tasks.max": str(tasks),
+            "partitions": str(tasks), "max.records": str(records // tasks),
+            "record.size.bytes": str(value_size), "rate.per.sec": str(rate),
+            **boundary_config(boundary, size_or_ms, interval_batch=1000)}
+
+
+def boundary_config(boundary: str, size_or_ms: int, interval_batch: int) -> dict[str, str]:
+    """``poll``: transactions of ``size_or_ms`` records (the poll batch size);
+    ``interval``: one every ``size_or_ms`` ms, polls of ``interval_batch``."""
     if boundary == "poll":
-        config["batch.size"] = str(size_or_ms)
-    else:
-        config |= {"batch.size": "1000", "transaction.boundary": "interval",
-                   "transaction.boundary.interval.ms": str(size_or_ms)}
-    return config
+        return {"batch.size": str(size_or_ms)}
+    return {"batch.size": str(interval_batch), "transaction.boundary": "interval",
+            "transaction.boundary.interval.ms": str(size_or_ms)}
 
 
 def write_lines(path: Path, records: int, value_size: int) -> None:
@@ -111,14 +115,21 @@ def write_lines(path: Path, records: int, value_size: int) -> None:
             out.write(f"{i:010d}{body}\n")
 
 
-def file_config(path: Path, boundary: str, size_or_ms: int) -> dict[str, str]:
-    config = {"connector.class": "FileStreamSourceConnector", "file": str(path)}
-    if boundary == "poll":
-        config["batch.size"] = str(size_or_ms)
-    else:
-        config |= {"batch.size": "2000", "transaction.boundary": "interval",
-                   "transaction.boundary.interval.ms": str(size_or_ms)}
-    return config
+def write_inputs(workdir: Path, records: int, value_size: int) -> Path:
+    """The input file of ``records`` lines in ``workdir``, written once and reused
+    by every file scenario of that size (ours and Kafka Connect's)."""
+    path = workdir / f"input-{records}x{value_size}.txt"
+    if not path.exists():
+        write_lines(path, records, value_size)
+    return path
+
+
+def file_config(path: Path, boundary: str, size_or_ms: int,
+                connector_class: str = "FileStreamSourceConnector") -> dict[str, str]:
+    """One file-source task over ``path``; ``batch.size`` 2,000 with ``interval``
+    (Kafka Connect's default), or the poll transaction size."""
+    return {"connector.class": connector_class, "file": str(path), "tasks.max": "1",
+            **boundary_config(boundary, size_or_ms, interval_batch=2000)}
 
 
 def measure_recovery(worker: WorkerProcess, timeout: float = 120) -> float:

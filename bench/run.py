@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 from bench.common import Measurement, Scenario
 from bench.limit import run_limit
@@ -72,14 +73,7 @@ def limit_scenarios(bootstrap: str, runs: int, n100: int, n1k: int) -> list[Scen
 
 def project_scenarios(bootstrap: str, runs: int, n100: int, n1k: int,
                       workdir: Path) -> tuple[list[Scenario], Scenario]:
-    from bench.project import (
-        file_config,
-        measure_recovery,
-        run_connector,
-        sequence_config,
-        start_worker,
-        write_lines,
-    )
+    from bench.project import measure_recovery, run_connector, sequence_config, start_worker
 
     worker = start_worker(bootstrap, workdir)
     out: list[Scenario] = []
@@ -91,8 +85,7 @@ def project_scenarios(bootstrap: str, runs: int, n100: int, n1k: int,
                 hint))
 
         for label, (boundary, value, _) in BOUNDARIES.items():
-            hint = n100 // value if boundary == "poll" else -value
-            k = n100 * long_factor(value if boundary == "interval" else None)
+            hint, k = _transactions_and_records(boundary, value, n100)
             out.append(seq(f"sequence {label}, 100 B", 1, k, 100, boundary, value, hint=hint))
         for label in ("poll 1,000", "poll 10,000"):
             boundary, value, _ = BOUNDARIES[label]
@@ -101,16 +94,8 @@ def project_scenarios(bootstrap: str, runs: int, n100: int, n1k: int,
         for tasks in (2, 4):
             out.append(seq(f"sequence poll 1,000, 100 B, {tasks} tasks", tasks, n100 * tasks,
                            100, "poll", 1000, hint=n100 * tasks // 1000))
-        inputs: dict[int, Path] = {}
-        for label, (boundary, value, _) in BOUNDARIES.items():
-            hint = n100 // value if boundary == "poll" else -value
-            k = n100 * long_factor(value if boundary == "interval" else None)
-            if k not in inputs:
-                inputs[k] = workdir / f"input-{k}.txt"
-                write_lines(inputs[k], k, 100)
-            out.append(repeat(Scenario("project", f"file {label}, 100 B"), runs,
-                              lambda b=boundary, v=value, h=hint, k=k: run_connector(
-                                  worker, file_config(inputs[k], b, v), k, 1, 100, h)))
+        out += file_scenarios("project", worker, "FileStreamSourceConnector", runs, n100,
+                              workdir)
         # Latency at half the measured maximum, interval 100 ms (the target's setting).
         top = next(s for s in out if s.name == "sequence interval 100 ms, 100 B")
         rate = 0.5 * (top.median("records_per_s") or 10_000)
@@ -130,25 +115,34 @@ def project_scenarios(bootstrap: str, runs: int, n100: int, n1k: int,
 
 def java_scenarios(bootstrap: str, runs: int, n100: int, workdir: Path) -> list[Scenario]:
     """Kafka Connect's FileStreamSourceConnector over the same kind of input."""
-    from bench.kafka_connect import JavaWorker, file_config
-    from bench.project import run_connector, write_lines
+    from bench.kafka_connect import CONNECTOR_CLASS, JavaWorker
 
     worker = JavaWorker(bootstrap, workdir).start()
-    out: list[Scenario] = []
     try:
-        inputs: dict[int, Path] = {}
-        for label, (boundary, value, _) in BOUNDARIES.items():
-            hint = n100 // value if boundary == "poll" else -value
-            k = n100 * long_factor(value if boundary == "interval" else None)
-            if k not in inputs:
-                inputs[k] = workdir / f"java-input-{k}.txt"
-                write_lines(inputs[k], k, 100)
-            out.append(repeat(Scenario("kafka-connect", f"file {label}, 100 B"), runs,
-                              lambda b=boundary, v=value, h=hint, k=k: run_connector(
-                                  worker, file_config(inputs[k], b, v), k, 1, 100, h)))
+        return file_scenarios("kafka-connect", worker, CONNECTOR_CLASS, runs, n100, workdir)
     finally:
         worker.stop()
+
+
+def file_scenarios(group: str, worker: Any, connector_class: str, runs: int, n100: int,
+                   workdir: Path) -> list[Scenario]:
+    """One file-source task per boundary, 100 B lines; same inputs for every group."""
+    from bench.project import file_config, run_connector, write_inputs
+
+    out = []
+    for label, (boundary, value, _) in BOUNDARIES.items():
+        hint, k = _transactions_and_records(boundary, value, n100)
+        path = write_inputs(workdir, k, 100)
+        out.append(repeat(Scenario(group, f"file {label}, 100 B"), runs,
+                          lambda b=boundary, v=value, h=hint, k=k, p=path: run_connector(
+                              worker, file_config(p, b, v, connector_class), k, 1, 100, h)))
     return out
+
+
+def _transactions_and_records(boundary: str, value: int, n: int) -> tuple[int, int]:
+    """(``run_connector``'s transactions hint, record count) for a boundary."""
+    hint = n // value if boundary == "poll" else -value
+    return hint, n * long_factor(value if boundary == "interval" else None)
 
 
 def _fmt(value: float | None, pattern: str = "{:,.0f}") -> str:

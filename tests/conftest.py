@@ -10,16 +10,13 @@
 from __future__ import annotations
 
 import os
-import subprocess
 import tempfile
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from kafka_helpers import free_port_pair
-
-REPO = Path(__file__).resolve().parent.parent
+from kafka_helpers import Broker, free_port_pair
 
 
 @pytest.fixture(scope="session")
@@ -28,15 +25,12 @@ def kafka_bootstrap() -> Iterator[str]:
     if existing:
         yield existing
         return
-    port = free_port_pair()
-    data_dir = tempfile.mkdtemp(prefix="connect-test-kafka-")
-    env = dict(os.environ, KAFKA_DATA_DIR=data_dir, KAFKA_PORT=str(port))
-    script = str(REPO / "deploy" / "kafka.sh")
-    subprocess.run(["bash", script, "start"], env=env, check=True, stdout=subprocess.DEVNULL)
+    broker = Broker(Path(tempfile.mkdtemp(prefix="connect-test-kafka-")), free_port_pair())
+    broker.start()
     try:
-        yield f"127.0.0.1:{port}"
+        yield broker.bootstrap
     finally:
-        subprocess.run(["bash", script, "stop"], env=env, check=False)
+        broker.stop()
 
 
 @pytest.fixture

@@ -1,5 +1,7 @@
 """Reading and writing the real broker the way tests need it (shared by all tests).
 
+``Broker`` starts, stops and kills one with ``deploy/kafka.sh``.
+
 ``read_topic`` reads what a downstream consumer would see (``read_committed`` by
 default) up to the end offsets at the time of the call; ``transaction_sizes``
 turns the offsets of a one-partition topic into committed transaction sizes,
@@ -8,14 +10,20 @@ since every commit marker takes one offset.
 
 from __future__ import annotations
 
+import os
+import signal
 import socket
+import subprocess
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import orjson
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
+
+KAFKA_SH = str(Path(__file__).resolve().parents[1] / "deploy" / "kafka.sh")
 
 
 def wait_for(condition: Callable[[], Any], timeout: float, what: str, interval: float = 0.2) -> Any:
@@ -46,6 +54,44 @@ def free_port_pair() -> int:
         except OSError:
             continue
     raise RuntimeError("no free port pair on 127.0.0.1")
+
+
+class Broker:
+    """A broker run with ``deploy/kafka.sh`` on its own data dir and port.
+
+    The session's shared broker is one; the chaos suite runs another, since it
+    stops and kills it.
+    """
+
+    def __init__(self, data_dir: Path, port: int) -> None:
+        self.data_dir = data_dir
+        self.port = port
+        self.bootstrap = f"127.0.0.1:{port}"
+        self._env = dict(os.environ, KAFKA_DATA_DIR=str(data_dir), KAFKA_PORT=str(port))
+
+    def start(self) -> None:
+        subprocess.run(["bash", KAFKA_SH, "start"], env=self._env, check=True,
+                       stdout=subprocess.DEVNULL)
+
+    def stop(self) -> None:
+        subprocess.run(["bash", KAFKA_SH, "stop"], env=self._env, check=False,
+                       stdout=subprocess.DEVNULL)
+
+    def pid(self) -> int:
+        return int((self.data_dir / "broker.pid").read_text().strip())
+
+    def kill(self, sig: int, timeout: float = 60) -> None:
+        """Send ``sig`` and wait for the broker to exit (SIGTERM: a controlled shutdown)."""
+        pid = self.pid()
+        os.kill(pid, sig)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                return
+            time.sleep(0.1)
+        os.kill(pid, signal.SIGKILL)
 
 
 def create_topic(bootstrap: str, name: str, partitions: int = 1) -> None:

@@ -7,59 +7,17 @@ nothing here reaches into the runtime.
 
 from __future__ import annotations
 
-import os
-import signal
 import statistics
-import subprocess
 import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import orjson
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from connect_runtime.tools.verify import Report, verify_sequences
-
-REPO = Path(__file__).resolve().parents[2]
-KAFKA_SH = str(REPO / "deploy" / "kafka.sh")
-
-
-class Broker:
-    """A broker of the suite's own (``deploy/kafka.sh``), so it can be killed."""
-
-    def __init__(self, data_dir: Path, port: int) -> None:
-        self.data_dir = data_dir
-        self.port = port
-        self.bootstrap = f"127.0.0.1:{port}"
-        self._env = dict(os.environ, KAFKA_DATA_DIR=str(data_dir), KAFKA_PORT=str(port))
-
-    def start(self) -> None:
-        subprocess.run(["bash", KAFKA_SH, "start"], env=self._env, check=True,
-                       stdout=subprocess.DEVNULL)
-
-    def stop(self) -> None:
-        subprocess.run(["bash", KAFKA_SH, "stop"], env=self._env, check=False,
-                       stdout=subprocess.DEVNULL)
-
-    def pid(self) -> int:
-        return int((self.data_dir / "broker.pid").read_text().strip())
-
-    def kill(self, sig: int, timeout: float = 60) -> None:
-        """Send ``sig`` and wait for the broker to exit (SIGTERM: a controlled shutdown)."""
-        pid = self.pid()
-        os.kill(pid, sig)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            try:
-                os.kill(pid, 0)
-            except ProcessLookupError:
-                return
-            time.sleep(0.1)
-        os.kill(pid, signal.SIGKILL)
-
 
 Group = tuple[str, int]  # (connector, source partition)
 

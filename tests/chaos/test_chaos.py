@@ -31,8 +31,8 @@ from typing import Any
 
 import pytest
 from e2e.harness import Cluster, WorkerProcess
-from faults import Broker, CommittedTail, FaultTable, Group
-from kafka_helpers import create_topic, free_port_pair, wait_for
+from faults import CommittedTail, FaultTable, Group
+from kafka_helpers import Broker, create_topic, free_port_pair, wait_for
 
 from connect_runtime.tools.verify import format_table, verify_topics
 from connectors.sequence import expected_aborted

@@ -173,7 +173,9 @@ def test_connector_aborts_are_invisible_but_their_offsets_commit(
     task.on_poll = after_third
     loop, _ = make_loop(kafka_bootstrap, out, offsets, task,
                         BoundaryPolicy("connector", 0, ctx), unique_name("txn"))
-    run_until(loop, lambda: task.commits >= 2)
+    # Three commits: records 0-3, the offsets-only transaction after the abort,
+    # records 8-11. Stopping earlier discards the unfinished third transaction.
+    run_until(loop, lambda: task.commits >= 3)
     seen = read_committed(kafka_bootstrap, out)
     assert [v["seq"] for _, _, v in seen] == [0, 1, 2, 3, 8, 9, 10, 11]
     assert loop.stats.aborted == 1

@@ -3,7 +3,8 @@
     .venv/bin/python -m bench.run --bootstrap-server HOST:PORT [--runs 3] [--scale 1.0]
 
 (``bash bench/run.sh`` starts a broker of its own and calls this.) Writes
-``bench/results/latest.json``, ``bench/results/latest.md`` (the tables) and
+``bench/results/latest.json``, ``bench/results/latest.md`` (the tables),
+``bench/results/profile.md`` (py-spy profiles of the task loop) and
 ``docs/benchmarks-throughput.png`` (throughput against transaction size), and
 prints the tables. Figures are medians of ``--runs`` runs; "spread" is
 (max - min) / median.
@@ -113,6 +114,33 @@ def project_scenarios(bootstrap: str, runs: int, n100: int, n1k: int,
     return out, recovery
 
 
+def loop_scenarios(bootstrap: str, runs: int, n100: int) -> list[Scenario]:
+    """The exactly-once task loop alone, in this process (bench.task_loop): the
+    framework's own per-record cost, without the worker and Spark around it."""
+    from bench.task_loop import run_loop
+
+    out = []
+    for connector in ("sequence", "file"):
+        for label in ("poll 10,000", "interval 100 ms"):
+            boundary, value, _ = BOUNDARIES[label]
+            out.append(repeat(Scenario("loop", f"{connector} {label}, 100 B"), runs,
+                              lambda c=connector, b=boundary, v=value: run_loop(
+                                  bootstrap, c, b, v, 2 * n100, 100)))
+    return out
+
+
+def profiles(bootstrap: str) -> str:
+    """py-spy profiles of the loop alone (bench.profile), one per connector."""
+    from bench.profile import profile
+
+    parts = []
+    for connector in ("sequence", "file"):
+        table = profile(bootstrap, connector, "poll", 10_000)
+        if table is not None:
+            parts.append(f"### {connector}, poll 10,000, 100 B\n\n{table}\n")
+    return "\n".join(parts)
+
+
 def java_scenarios(bootstrap: str, runs: int, n100: int, workdir: Path) -> list[Scenario]:
     """Kafka Connect's FileStreamSourceConnector over the same kind of input."""
     from bench.kafka_connect import CONNECTOR_CLASS, JavaWorker
@@ -149,36 +177,47 @@ def _fmt(value: float | None, pattern: str = "{:,.0f}") -> str:
     return "-" if value is None else pattern.format(value)
 
 
+def _limit_for(scenario: Scenario, by_name: dict[str, Scenario]) -> Scenario | None:
+    """The raw producer's scenario with the same transaction sizes and value size."""
+    if "latency" in scenario.name:
+        return None
+    size = "1000 B" if "1000 B" in scenario.name else "100 B"
+    for label, (_, _, mode) in BOUNDARIES.items():
+        if f" {label}," in scenario.name:
+            return by_name.get(f"{mode}, {size}")
+    return None
+
+
+def _ratio(value: float, reference: Scenario | None) -> str:
+    ref = reference.median("records_per_s") if reference else None
+    return f"{value / ref:.2f}" if ref else "-"
+
+
 def tables(limit: list[Scenario], project: list[Scenario], recovery: Scenario,
-           java: list[Scenario]) -> str:
+           java: list[Scenario], loop: list[Scenario]) -> str:
     by_name = {s.name: s for s in limit}
     java_by_name = {s.name: s for s in java}
-    lines = ["### The limit (raw confluent-kafka producer, 1 partition)", "",
-             "| mode | records/s | spread | MB/s | rec/txn | CPU s / M records |",
-             "|---|---|---|---|---|---|"]
+    lines: list[str] = []
+    if limit:
+        lines += ["### The limit (raw confluent-kafka producer, 1 partition)", "",
+                  "| mode | records/s | spread | MB/s | rec/txn | CPU s / M records |",
+                  "|---|---|---|---|---|---|"]
     for s in limit:
         lines.append(f"| {s.name} | {_fmt(s.median('records_per_s'))} | "
                      f"{_fmt(s.spread('records_per_s'), '{:.0%}')} | "
                      f"{_fmt(s.median('mb_per_s'), '{:.1f}')} | "
                      f"{_fmt(s.median('txn_size'))} | "
                      f"{_fmt(s.median('cpu_s_per_million'), '{:.1f}')} |")
-    lines += ["", "### This project (one worker, Spark local[*])", "",
-              "| scenario | records/s per task | spread | MB/s per task | ratio to the limit | "
-              "ratio to Kafka Connect | latency p50 / p99 ms | CPU s / M records | "
-              "worker / task RSS MB | startup s |", "|---|---|---|---|---|---|---|---|---|---|"]
+    if project:
+        lines += ["", "### This project (one worker, Spark local[*])", "",
+                  "| scenario | records/s per task | spread | MB/s per task | ratio to the limit "
+                  "| ratio to Kafka Connect | latency p50 / p99 ms | CPU s / M records | "
+                  "worker / task RSS MB | startup s |", "|---|---|---|---|---|---|---|---|---|---|"]
     for s in project:
         per_task = (s.median("records_per_s") or 0) / s.tasks
         mb = (s.median("mb_per_s") or 0) / s.tasks
-        ratio = "-"
-        for label, (_, _, mode) in BOUNDARIES.items():
-            size = "1000 B" if "1000 B" in s.name else "100 B"
-            if f" {label}," in s.name and "latency" not in s.name:
-                ref = by_name.get(f"{mode}, {size}")
-                if ref and ref.median("records_per_s"):
-                    ratio = f"{per_task / (ref.median('records_per_s') or 1):.2f}"
-        reference = java_by_name.get(s.name)
-        vs_java = "-" if reference is None or not reference.median("records_per_s") else \
-            f"{per_task / (reference.median('records_per_s') or 1):.2f}"
+        ratio = _ratio(per_task, _limit_for(s, by_name))
+        vs_java = _ratio(per_task, java_by_name.get(s.name))
         lines.append(
             f"| {s.name} | {per_task:,.0f} | {_fmt(s.spread('records_per_s'), '{:.0%}')} | "
             f"{mb:.1f} | {ratio} | {vs_java} | {_fmt(s.median('latency_p50_ms'))} / "
@@ -186,6 +225,17 @@ def tables(limit: list[Scenario], project: list[Scenario], recovery: Scenario,
             f"{_fmt(s.median('cpu_s_per_million'), '{:.1f}')} | "
             f"{_fmt(s.median('worker_rss_mb'))} / {_fmt(s.median('task_rss_mb'))} | "
             f"{_fmt(s.median('startup_seconds'), '{:.1f}')} |")
+    if loop:
+        lines += ["", "### The exactly-once task loop alone (bench.task_loop: no worker, no "
+                  "Spark)", "", "| scenario | records/s | spread | ratio to the limit | "
+                  "rec/txn | CPU s / M records |", "|---|---|---|---|---|---|"]
+        for s in loop:
+            lines.append(
+                f"| {s.name} | {_fmt(s.median('records_per_s'))} | "
+                f"{_fmt(s.spread('records_per_s'), '{:.0%}')} | "
+                f"{_ratio(s.median('records_per_s') or 0, _limit_for(s, by_name))} | "
+                f"{_fmt(s.median('txn_size'))} | "
+                f"{_fmt(s.median('cpu_s_per_million'), '{:.1f}')} |")
     if java:
         lines += ["", "### Apache Kafka Connect 4.1.1 (Java), FileStreamSourceConnector, "
                   "exactly.once.source.support=enabled", "",
@@ -201,10 +251,11 @@ def tables(limit: list[Scenario], project: list[Scenario], recovery: Scenario,
                 f"{_fmt(s.median('cpu_s_per_million'), '{:.1f}')} | "
                 f"{_fmt(s.median('worker_rss_mb'))} | "
                 f"{_fmt(s.median('startup_seconds'), '{:.1f}')} |")
-    lines += ["", f"Recovery after SIGKILL of the task's Python worker (REST restart "
-              f"included): median {_fmt(recovery.median('recovery_seconds'), '{:.2f}')} s, "
-              f"spread {_fmt(recovery.spread('recovery_seconds'), '{:.0%}')}."]
-    return "\n".join(lines)
+    if recovery.runs:
+        lines += ["", f"Recovery after SIGKILL of the task's Python worker (REST restart "
+                  f"included): median {_fmt(recovery.median('recovery_seconds'), '{:.2f}')} s, "
+                  f"spread {_fmt(recovery.spread('recovery_seconds'), '{:.0%}')}."]
+    return "\n".join(lines).strip()
 
 
 def plot(limit: list[Scenario], project: list[Scenario], java: list[Scenario]) -> None:
@@ -242,7 +293,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--scale", type=float, default=1.0,
                         help="multiplies the record counts (default 1: 300k x 100 B, 60k x 1 KB)")
-    parser.add_argument("--only", choices=["limit", "project", "kafka-connect"], default=None)
+    parser.add_argument("--only", choices=["limit", "loop", "project", "kafka-connect", "profile"],
+                        default=None)
     args = parser.parse_args(argv)
     if args.runs < 1 or args.scale <= 0:
         parser.error("--runs must be >= 1 and --scale > 0")
@@ -253,6 +305,7 @@ def main(argv: list[str] | None = None) -> int:
 
     limit = limit_scenarios(args.bootstrap_server, args.runs, n100, n1k) \
         if wanted("limit") else []
+    loop = loop_scenarios(args.bootstrap_server, args.runs, n100) if wanted("loop") else []
     project: list[Scenario] = []
     java: list[Scenario] = []
     recovery = Scenario("project", "recovery")
@@ -266,7 +319,8 @@ def main(argv: list[str] | None = None) -> int:
                             capture_output=True, text=True).stdout.strip()
     machine = (f"{platform.machine()}, {platform.processor() or 'cpu'}, "
                f"{_cores()} cores, Python {platform.python_version()}")
-    text = tables(limit, project, recovery, java)
+    profile_text = profiles(args.bootstrap_server) if wanted("profile") else ""
+    text = tables(limit, project, recovery, java, loop)
     header = (f"Commit `{commit}`, {time.strftime('%Y-%m-%d', time.gmtime(started))}, "
               f"{machine}; {args.runs} runs per scenario, medians.\n\n")
     RESULTS.mkdir(parents=True, exist_ok=True)
@@ -277,10 +331,12 @@ def main(argv: list[str] | None = None) -> int:
         "commit": commit, "machine": machine, "runs": args.runs,
         "scenarios": [{"group": s.group, "name": s.name, "tasks": s.tasks,
                        "runs": [asdict(r) for r in s.runs]}
-                      for s in [*limit, *project, recovery, *java]]}, indent=1))
+                      for s in [*limit, *loop, *project, recovery, *java]]}, indent=1))
+    if profile_text:
+        (RESULTS / "profile.md").write_text(header + profile_text)
     if limit and project and java:
         plot(limit, project, java)
-    print("\n" + header + text)
+    print("\n" + header + text + ("\n\n" + profile_text if profile_text else ""))
     return 0
 
 

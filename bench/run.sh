@@ -6,7 +6,7 @@ set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo"
 bash deploy/setup.sh
-.venv/bin/python -c "import matplotlib" 2>/dev/null || \
+{ .venv/bin/python -c "import matplotlib" 2>/dev/null && [ -x .venv/bin/py-spy ]; } || \
   .venv/bin/python -m pip install -q --disable-pip-version-check -e ".[bench]"
 
 export KAFKA_DATA_DIR="$repo/.cache/bench/kafka"

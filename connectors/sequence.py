@@ -280,13 +280,13 @@ class SequenceSourceTask(SourceTask):
             end = min(end, (start // self._commit_every + 1) * self._commit_every)
         if end <= start:
             return False
-        append, topic, key, spart = batch.append, self._topic, part.key, part.source_partition
+        topic, key, spart = self._topic, part.key, part.source_partition
         k, task, pad = part.k, self._task_id, self._pad
-        for seq in range(start, end):
-            # Positional: partition, offset, topic, value, key, partition, headers, timestamp.
-            append(SourceRecord(spart, {OFFSET_FIELD: seq + 1}, topic,
-                                {"partition": k, "seq": seq, "task": task, "pad": pad},
-                                key, None, None, ts))
+        # Positional: partition, offset, topic, value, key, partition, headers, timestamp.
+        batch.extend([SourceRecord(spart, {OFFSET_FIELD: seq + 1}, topic,
+                                   {"partition": k, "seq": seq, "task": task, "pad": pad},
+                                   key, None, None, ts)
+                      for seq in range(start, end)])
         part.next = end
         if txn is None or (end % self._commit_every and end != self._max_records):
             return False

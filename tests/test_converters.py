@@ -13,6 +13,7 @@ from connect_runtime.converters import (
     Converter,
     JsonConverter,
     StringConverter,
+    fast_encoder,
     load_converter,
 )
 from connect_runtime.errors import ConfigException, DataException
@@ -132,3 +133,43 @@ def test_non_converter_class_is_rejected_with_the_given_key() -> None:
         load_converter("collections.OrderedDict", {}, is_key=False,
                        config_key="worker value.converter")
     assert info.value.name == "worker value.converter"
+
+
+_SAMPLES: list[Any] = [
+    {"a": [1, 2.5, None, "x"]}, "text", "naïve ☃", "", 0, -7, 3.25, True, [1, "b"],
+    b"bytes", bytearray(b"ba"), memoryview(b"mv"), {1, 2}, {"k": {1}}, object(), "\ud800",
+    datetime.date(2024, 1, 2),
+]
+
+
+@pytest.mark.parametrize(("cls", "configs"), [
+    (JsonConverter, {}), (StringConverter, {}), (StringConverter, {"converter.encoding": "UTF8"}),
+])
+def test_a_fast_encoder_agrees_with_from_connect_or_refuses(cls: type, configs: dict[str, str],
+                                                            ) -> None:
+    # The task loop calls the fast encoder first and from_connect when it raises,
+    # so for every value it must either give from_connect's bytes or raise.
+    converter = cls()
+    converter.configure(configs, False)
+    encode = fast_encoder(converter)
+    assert encode is not None
+    accepted = 0
+    for value in _SAMPLES:
+        try:
+            fast = encode(value)
+        except Exception:
+            continue
+        accepted += 1
+        assert fast == converter.from_connect("t", value), value
+    assert accepted >= 3
+
+
+@pytest.mark.parametrize(("cls", "configs"), [
+    (JsonConverter, {"schemas.enable": "true"}),
+    (StringConverter, {"converter.encoding": "latin-1"}),
+    (ByteArrayConverter, {}),
+])
+def test_no_fast_encoder_where_it_would_differ(cls: type, configs: dict[str, str]) -> None:
+    converter = cls()
+    converter.configure(configs, False)
+    assert fast_encoder(converter) is None

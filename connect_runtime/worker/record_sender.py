@@ -2,19 +2,22 @@
 
 Both task loops (exactly-once in :mod:`~connect_runtime.worker.task_loop`,
 at-least-once in :mod:`~connect_runtime.worker.at_least_once_loop`) hand each
-polled record to :meth:`RecordSender.send` and write source offsets with
-:meth:`RecordSender.produce_offsets`. What differs between them is only what
-happens around it: a transaction, or per-record delivery tracking.
+polled record to :meth:`RecordSender.send` (the exactly-once loop a whole batch
+to :meth:`RecordSender.send_batch`, the same steps without delivery callbacks)
+and write source offsets with :meth:`RecordSender.produce_offsets`. What
+differs between them is only what happens around it: a transaction, or
+per-record delivery tracking.
 
-Contract of :meth:`RecordSender.send`, per record, in this order:
+Contract of :meth:`RecordSender.send` and ``send_batch``, per record, in this order:
 
 1. The topic is checked the first time it is seen: a non-empty string, not one
    of the worker's internal topics (config, status, offsets: a task writing
    there could corrupt the cluster's state), and created if missing when
    ``topic.creation.default.*`` is set (KIP-158). A bad topic raises
    :class:`DataException` before anything is produced.
-2. Key and value are converted with the task's converters; a converter error
-   becomes :class:`DataException` naming the task and topic.
+2. Key and value are converted with the task's converters (a None key or value
+   stays None without a call); a converter error becomes
+   :class:`DataException` naming the task and topic.
 3. The record is produced; a full librdkafka queue is waited out (never spun
    on), any other client error is translated once (:func:`translate_kafka_error`).
 
@@ -27,6 +30,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
+from connect_runtime.converters import fast_encoder
 from connect_runtime.errors import DataException, translate_kafka_error
 
 if TYPE_CHECKING:
@@ -63,33 +67,96 @@ class RecordSender:
         self.key_converter = key_converter
         self.value_converter = value_converter
         self.create_topic = create_topic
+        self._key_fast = fast_encoder(key_converter)
+        self._value_fast = fast_encoder(value_converter)
         self._checked_topics: set[str] = set()
 
     def send(self, record: SourceRecord, on_delivery: DeliveryCallback | None) -> None:
         """Steps 1-3 of the module doc. Raises DataException or KafkaClientError."""
         topic = record.topic
-        if topic not in self._checked_topics:
+        if type(topic) is not str or topic not in self._checked_topics:
             self._check_topic(topic)
-        try:
-            key = self.key_converter.from_connect(topic, record.key)
-            value = self.value_converter.from_connect(topic, record.value)
-        except DataException:
-            raise
-        except Exception as e:
-            raise DataException(f"Task {self.label} could not convert a record for topic "
-                                f"{topic!r}: {e}") from e
+        key, value = self._convert(record, topic)
+        self._produce(record, topic, value, key, on_delivery)
+
+    def send_batch(self, records: list[SourceRecord]) -> None:
+        """``send(record, None)`` for each record, in order: the exactly-once loop's
+        path, where one commit confirms the whole transaction.
+
+        The same steps, written once per batch instead of once per record: the
+        producer, the converters and the checked topics are looked up once, a
+        None key or value skips its converter (every converter maps None to None),
+        a built-in converter's C encoder (:func:`fast_encoder`) is called
+        directly, and ``produce`` gets positional arguments only (keyword arguments
+        cost confluent-kafka about as much as the produce itself); a record with no
+        Kafka partition, timestamp or headers gets ``produce(topic, value, key)``.
+        Whatever the fast path cannot take goes through :meth:`_convert`, the
+        converters' full contract.
+        """
+        produce = self.producer.produce
+        key_fast, value_fast = self._key_fast, self._value_fast
+        key_converter = self.key_converter.from_connect
+        value_converter = self.value_converter.from_connect
+        checked = self._checked_topics
+        for record in records:
+            topic = record.topic
+            if type(topic) is not str or topic not in checked:
+                self._check_topic(topic)
+            key, value = record.key, record.value
+            try:
+                if key is not None:
+                    key = key_fast(key) if key_fast else key_converter(topic, key)
+                if value is not None:
+                    value = value_fast(value) if value_fast else value_converter(topic, value)
+                converted = True
+            except Exception:
+                converted = False
+            if not converted:  # outside the handler: errors do not chain to the fast path's
+                key, value = self._convert(record, topic)
+            partition, timestamp, headers = record.partition, record.timestamp, record.headers
+            try:
+                if partition is None and timestamp is None and headers is None:
+                    produce(topic, value, key)
+                else:  # positional, in the order _produce documents
+                    produce(topic, value, key, -1 if partition is None else partition, None,
+                            None, timestamp or 0, headers)
+                continue
+            except BufferError:
+                pass  # _produce waits for room
+            except Exception as e:
+                raise translate_kafka_error(e, f"produce to {topic!r} by task {self.label}") from e
+            self._produce(record, topic, value, key, None)
+
+    def _produce(self, record: SourceRecord, topic: str, value: bytes | None,
+                 key: bytes | None, on_delivery: DeliveryCallback | None) -> None:
+        """Step 3 with every field of the record; waits out a full queue."""
         partition = record.partition if record.partition is not None else -1
         timestamp = record.timestamp or 0
-        produce = self.producer.produce
         while True:
             try:
-                produce(topic, value, key, partition=partition, on_delivery=on_delivery,
-                        timestamp=timestamp, headers=record.headers)
+                # Positional, in confluent-kafka's order: topic, value, key, partition,
+                # callback, on_delivery (an alias, read only when callback is not
+                # given at all, so the callback goes first), timestamp, headers.
+                self.producer.produce(topic, value, key, partition, on_delivery, None,
+                                      timestamp, record.headers)
                 return
             except BufferError:
                 self.producer.poll(QUEUE_FULL_BACKOFF_S)
             except Exception as e:
                 raise translate_kafka_error(e, f"produce to {topic!r} by task {self.label}") from e
+
+    def _convert(self, record: SourceRecord, topic: str) -> tuple[bytes | None, bytes | None]:
+        """Step 2: (key, value) as bytes; any converter error becomes DataException."""
+        try:
+            key = None if record.key is None else self.key_converter.from_connect(topic, record.key)
+            value = (None if record.value is None
+                     else self.value_converter.from_connect(topic, record.value))
+        except DataException:
+            raise
+        except Exception as e:
+            raise DataException(f"Task {self.label} could not convert a record for topic "
+                                f"{topic!r}: {e}") from e
+        return key, value
 
     def produce_offsets(self, topic: str, records: Iterable[tuple[bytes, bytes | None]],
                         on_delivery: DeliveryCallback | None = None) -> None:

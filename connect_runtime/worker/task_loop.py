@@ -29,8 +29,8 @@ generation owns this task, so the loop stops quietly (outcome FENCED).
 
 from __future__ import annotations
 
-import itertools
 import logging
+import operator
 import threading
 import time
 from collections.abc import Callable
@@ -61,6 +61,7 @@ if TYPE_CHECKING:
     from connect_runtime.storage.offsets import GlobalOffsetMirror
 
 log = logging.getLogger(__name__)
+_source_partition = operator.attrgetter("source_partition")
 
 
 def _as_fenced(error: BaseException) -> ProducerFencedError | None:
@@ -173,10 +174,10 @@ class ExactlyOnceTaskLoop:
         self._txn_records: list[SourceRecord] = []
         self._txn_metadata: list[RecordMetadata | None] = []
         self._txn_size = 0
-        # id(partition dict) -> (order, partition, offset): the latest offset per
-        # partition object; deduplicated by serialized key only at commit time.
-        self._pending_offsets: dict[int, tuple[int, Any, Any]] = {}
-        self._order = itertools.count()
+        # id(partition dict) -> the record with its latest offset, in order of
+        # those records; deduplicated by serialized key only at commit time. The
+        # record keeps the dict alive, so its id cannot be reused meanwhile.
+        self._pending_offsets: dict[int, SourceRecord] = {}
 
     # ------------------------------------------------------------------ loop
 
@@ -236,6 +237,14 @@ class ExactlyOnceTaskLoop:
     # --------------------------------------------------------------- sending
 
     def _send_batch(self, batch: list[SourceRecord]) -> None:
+        if self.boundary.context is None and not self._wants_metadata:
+            # The common case: the batch goes out whole, inside one transaction.
+            if not self._in_txn:
+                self._begin()  # step 1
+            self._sender.send_batch(batch)  # step 2
+            self._txn_size += len(batch)
+            self._track_offsets(batch)
+            return
         after_record = self.boundary.after_record
         connector_boundary = self.boundary.context is not None
         for record in batch:
@@ -246,6 +255,7 @@ class ExactlyOnceTaskLoop:
                     self._end_transaction(decision)
 
     def _send(self, record: SourceRecord) -> None:
+        """One record, for connector-defined boundaries and tasks that want metadata."""
         if not self._in_txn:
             self._begin()  # step 1
         callback = self._delivery_callback(len(self._txn_records)) if self._wants_metadata else None
@@ -254,10 +264,37 @@ class ExactlyOnceTaskLoop:
         if self._wants_metadata:
             self._txn_records.append(record)
             self._txn_metadata.append(None)
-        source_partition = record.source_partition
-        if source_partition is not None:
-            self._pending_offsets[id(source_partition)] = (
-                next(self._order), source_partition, record.source_offset)
+        if record.source_partition is not None:
+            self._latest(record)
+
+    def _track_offsets(self, batch: list[SourceRecord]) -> None:
+        """Remember the last record of each source partition object in ``batch``.
+
+        Done per batch with C-level builtins rather than per record: the batch's
+        partitions, then the position of the last record of each, then one update
+        per distinct partition in the order of those last records.
+        """
+        partitions = list(map(_source_partition, batch))
+        first = partitions[0]
+        if partitions.count(first) == len(partitions):
+            # One source partition (the usual batch): equal dicts serialize to one key,
+            # so the batch's last record carries the offset that wins.
+            if first is not None:
+                self._latest(batch[-1])
+            return
+        last = dict(zip(map(id, partitions), range(len(partitions)), strict=True))
+        for i in sorted(last.values()):
+            if partitions[i] is not None:
+                self._latest(batch[i])
+
+    def _latest(self, record: SourceRecord) -> None:
+        """``record`` now carries the latest offset of its source partition object;
+        re-inserted so the map stays in order of latest writes (which decides the
+        winner when distinct but equal partition dicts serialize to one key)."""
+        key = id(record.source_partition)
+        pending = self._pending_offsets
+        pending.pop(key, None)
+        pending[key] = record
 
     def _delivery_callback(self, index: int) -> Callable[[Any, Any], None]:
         def delivered(err: Any, msg: Any) -> None:
@@ -309,8 +346,9 @@ class ExactlyOnceTaskLoop:
     def _write_offsets(self) -> list[tuple[bytes, bytes | None]]:
         """Step 3: one offset record per distinct source partition, latest wins."""
         latest: dict[bytes, bytes | None] = {}
-        for _, partition, offset in sorted(self._pending_offsets.values(),
-                                           key=lambda entry: entry[0]):
+        for record in self._pending_offsets.values():
+            partition, offset = record.source_partition, record.source_offset
+            assert partition is not None  # records without one are not tracked
             validate_partition_or_offset(partition, "partition")
             if offset is not None:
                 validate_partition_or_offset(offset, "offset")

@@ -147,3 +147,25 @@ def test_capabilities_and_validation() -> None:
         "name": "f", "connector.class": "FileStreamSourceConnector", "topic": "t",
         "file": "/x", "transaction.boundary": "connector"}, "enabled")
     assert "transaction.boundary" in " ".join(infos.error_messages())
+
+
+@pytest.mark.parametrize("batch_size", ["1", "3", "2000"])
+def test_lines_across_read_chunks_and_non_ascii_text_keep_exact_positions(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, batch_size: str) -> None:
+    # Small chunks make lines straddle reads; non-ASCII lines take the per-line
+    # decode path, ASCII blocks the whole-block one; a lone \r stays in its line.
+    import connectors.file as file_module
+
+    monkeypatch.setattr(file_module, "CHUNK_BYTES", 7)
+    lines = ["plain", "naïve café", "", "a\rb", "crlf\r", "日本語のテキスト", "z" * 20]
+    data = "\n".join(lines).encode() + b"\n"
+    f = tmp_path / "in.txt"
+    f.write_bytes(data)
+    records = drain(task_for([f], **{"batch.size": batch_size}), polls=30)
+    assert [r.value for r in records] == ["plain", "naïve café", "", "a\rb", "crlf",
+                                          "日本語のテキスト", "z" * 20]
+    expected_ends, position = [], 0
+    for raw in data.split(b"\n")[:-1]:
+        position += len(raw) + 1
+        expected_ends.append({"position": position})
+    assert [r.source_offset for r in records] == expected_ends

@@ -21,7 +21,7 @@ from kafka_helpers import read_topic, transaction_sizes
 from connect_runtime.api.record import SourceRecord
 from connect_runtime.api.task import SourceTask
 from connect_runtime.converters import load_converter
-from connect_runtime.errors import InvalidOffsetException
+from connect_runtime.errors import DataException, InvalidOffsetException
 from connect_runtime.worker.boundaries import BoundaryPolicy, TaskTransactionContext
 from connect_runtime.worker.task_loop import ExactlyOnceTaskLoop, LoopSignals, Outcome
 
@@ -245,5 +245,89 @@ def test_a_fenced_loop_stops_quietly_and_its_open_transaction_never_shows(
     outcome = run_until(loop, lambda: False, timeout=8)
     assert fenced.is_set()
     assert outcome is Outcome.FENCED
+    assert read_committed(kafka_bootstrap, out) == []
+    assert read_committed(kafka_bootstrap, offsets) == []
+
+
+class NoMetadataTask(ScriptedTask):
+    """Does not override commit_record, so the loop sends whole batches (send_batch)."""
+
+    commit_record = SourceTask.commit_record  # type: ignore[assignment]
+
+
+def read_raw(bootstrap: str, topic: str, partitions: int) -> list[Any]:
+    """Every committed message of ``topic`` as confluent-kafka returns it."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "raw-reader",
+                         "isolation.level": "read_committed", "enable.auto.commit": False})
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
+            for p in range(partitions)}
+    out: list[Any] = []
+    deadline = time.monotonic() + 30
+    try:
+        while time.monotonic() < deadline:
+            done = consumer.position([TopicPartition(topic, p) for p in range(partitions)])
+            if all(tp.offset >= ends[tp.partition] for tp in done if ends[tp.partition] > 0):
+                break
+            msg = consumer.poll(0.2)
+            if msg is not None and not msg.error():
+                out.append(msg)
+    finally:
+        consumer.close()
+    return out
+
+
+@pytest.mark.parametrize("task_class", [NoMetadataTask, ScriptedTask],
+                         ids=["whole-batch path", "per-record path"])
+def test_every_record_field_reaches_kafka_and_the_latest_offset_wins(
+        kafka_bootstrap: str, topics: tuple[str, str], unique_name: Callable[[str], str],
+        task_class: type[ScriptedTask]) -> None:
+    _, offsets = topics
+    out = unique_name("fields")
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
+    admin.create_topics([NewTopic(out, 2, 1)])[out].result()
+    a, a_again, b = {"p": "a"}, {"p": "a"}, {"p": "b"}  # a_again: equal to a, another dict
+    batch = [
+        SourceRecord(a, {"n": 1}, out, {"v": 1}, "k1"),
+        SourceRecord(b, {"n": 2}, out, b"raw-bytes", None, partition=1),
+        SourceRecord(a_again, {"n": 3}, out, "text", 7, timestamp=1_700_000_000_123),
+        SourceRecord(None, None, out, None, "tombstone",
+                     headers=[("h1", b"x"), ("h2", "y"), ("h3", None)]),
+        SourceRecord(a, {"n": 4}, out, [1, 2], None, partition=0, timestamp=1_700_000_000_456),
+    ]
+    task = task_class([batch])
+    loop, _ = make_loop(kafka_bootstrap, out, offsets, task,
+                        BoundaryPolicy("poll", 0, None), unique_name("txn"))
+    assert run_until(loop, lambda: task.commits >= 1) is Outcome.STOPPED
+    messages = read_raw(kafka_bootstrap, out, 2)
+    by_key = {m.key(): m for m in messages if m.key() is not None}
+    assert by_key[b"k1"].value() == b'{"v":1}'
+    assert by_key[b"7"].value() == b'"text"'  # a non-str key goes through str()
+    assert by_key[b"7"].timestamp()[1] == 1_700_000_000_123
+    assert by_key[b"tombstone"].value() is None
+    assert by_key[b"tombstone"].headers() == [("h1", b"x"), ("h2", b"y"), ("h3", None)]
+    keyless = {m.value(): m for m in messages if m.key() is None}
+    assert len(messages) == 5 and len(keyless) == 2
+    assert keyless[b"raw-bytes"].partition() == 1  # bytes pass through the JSON converter
+    assert keyless[b"[1,2]"].partition() == 0
+    assert keyless[b"[1,2]"].timestamp()[1] == 1_700_000_000_456
+    # One offset per serialized partition; for "a" the last record's (n=4), though
+    # an equal but distinct dict (n=3) came after a's first record.
+    stored = {tuple(orjson.loads(k)[1].values()): v
+              for _, k, v in read_committed(kafka_bootstrap, offsets)}
+    assert stored == {("a",): {"n": 4}, ("b",): {"n": 2}}
+
+
+def test_a_value_no_converter_can_encode_fails_the_batch_and_commits_nothing(
+        kafka_bootstrap: str, topics: tuple[str, str], unique_name: Callable[[str], str]) -> None:
+    out, offsets = topics
+    unencodable = SourceRecord({"p": 0}, {"seq": 3}, out, value={1, 2})
+    task = NoMetadataTask([[*records(out, 0, 2), unencodable]])
+    loop, _ = make_loop(kafka_bootstrap, out, offsets, task,
+                        BoundaryPolicy("poll", 0, None), unique_name("txn"))
+    with pytest.raises(DataException, match=f"Converting set to JSON for topic {out} failed"):
+        run_until(loop, lambda: False, timeout=5)
     assert read_committed(kafka_bootstrap, out) == []
     assert read_committed(kafka_bootstrap, offsets) == []

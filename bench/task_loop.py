@@ -1,0 +1,152 @@
+"""The exactly-once task loop alone, in this process: no worker, no Spark.
+
+    .venv/bin/python -m bench.task_loop --bootstrap-server HOST:PORT \\
+        [--connector sequence|file] [--boundary poll|interval] [--size 10000] \\
+        [--records 1000000] [--value-size 100]
+
+Runs :class:`~connect_runtime.worker.task_loop.ExactlyOnceTaskLoop` over one
+task of the sequence or the file connector against a real broker, with the
+worker's converters (``StringConverter`` keys, ``JsonConverter`` values) and the
+task producer's settings, until every record is committed; prints records/s and
+CPU seconds per million records of this process (librdkafka's threads
+included). It is what the profile in docs/benchmarks.md samples::
+
+    py-spy record -r 200 -o profile.svg -- .venv/bin/python -m bench.task_loop ...
+
+Without Spark and the worker around it, the figure is the loop's own per-record
+cost; ``bench.run`` measures the whole product.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import Producer
+
+from bench.common import Measurement, create_topic
+from bench.project import write_lines
+from connect_runtime.api.task import SourceTask
+from connect_runtime.converters import load_converter
+from connect_runtime.worker.boundaries import BoundaryPolicy
+from connect_runtime.worker.task_loop import ExactlyOnceTaskLoop, LoopSignals, Outcome
+from connectors.file import TASK_FILES, FileStreamSourceTask
+from connectors.sequence import TASK_ID, TASK_PARTITIONS, SequenceSourceTask
+
+
+class _NoOffsets:
+    """An offsets reader of a connector that never committed: every task starts at 0."""
+
+    def offset(self, partition: Any) -> None:
+        return None
+
+    def offsets(self, partitions: Any) -> list[tuple[Any, None]]:
+        return [(p, None) for p in partitions]
+
+
+class _Context:
+    def __init__(self, config: dict[str, str]) -> None:
+        self.config = config
+        self.offset_storage_reader = _NoOffsets()
+
+    def transaction_context(self) -> None:
+        return None
+
+
+class _Counting:
+    """Wraps the task's commit() to learn when the last record is committed."""
+
+    def __init__(self, task: SourceTask, records: int, loop_signals: LoopSignals,
+                 stats: Any) -> None:
+        self.task, self.records, self.signals, self.stats = task, records, loop_signals, stats
+        original = task.commit
+
+        def commit() -> None:
+            original()
+            if self.stats().records >= self.records:
+                self.signals.request_stop()
+        task.commit = commit  # type: ignore[method-assign]
+
+
+def make_task(connector: str, topic: str, records: int, value_size: int, batch: int,
+              workdir: Path) -> SourceTask:
+    task: SourceTask
+    if connector == "sequence":
+        config = {"topic": topic, "batch.size": str(batch), "max.records": str(records),
+                  "record.size.bytes": str(value_size), TASK_PARTITIONS: "0", TASK_ID: "0"}
+        task = SequenceSourceTask()
+    else:
+        path = workdir / "input.txt"
+        write_lines(path, records, value_size)
+        config = {"topic": topic, "batch.size": str(batch), TASK_FILES: str(path)}
+        task = FileStreamSourceTask()
+    task.initialize(_Context(config))  # type: ignore[arg-type]
+    task.start(config)
+    return task
+
+
+def run_loop(bootstrap: str, connector: str, boundary: str, size: int, records: int,
+             value_size: int) -> Measurement:
+    """One run: ``records`` records of ``value_size`` bytes through the loop."""
+    suffix = uuid.uuid4().hex[:8]
+    topic, offsets = f"bench-loop-{suffix}", f"bench-loop-offsets-{suffix}"
+    create_topic(bootstrap, topic, 1)
+    create_topic(bootstrap, offsets, 1)
+    with tempfile.TemporaryDirectory() as tmp:
+        batch = size if boundary == "poll" else 1000
+        task = make_task(connector, topic, records, value_size, batch, Path(tmp))
+        producer = Producer({
+            "bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True,
+            "linger.ms": 5, "queue.buffering.max.messages": 1_000_000,
+            "queue.buffering.max.kbytes": 1_048_576, "transaction.timeout.ms": 60_000,
+            "transactional.id": f"bench-loop-{suffix}"})
+        producer.init_transactions(30)
+        producer.list_topics(topic, timeout=30)
+        signals = LoopSignals()
+        loop = ExactlyOnceTaskLoop(
+            label="bench-0", connector="bench", task=task, producer=producer,
+            offsets_topic=offsets, forbidden_topics=frozenset({offsets}),
+            key_converter=load_converter("StringConverter", {}, True),
+            value_converter=load_converter("JsonConverter", {}, False),
+            boundary=BoundaryPolicy(boundary, size if boundary == "interval" else 0, None),
+            signals=signals, transaction_timeout_s=60)
+        _Counting(task, records, signals, lambda: loop.stats)
+        cpu0, t0 = os.times(), time.perf_counter()
+        outcome = loop.run()
+        elapsed = time.perf_counter() - t0
+        cpu1 = os.times()
+        task.stop()
+        producer.flush(30)
+    if outcome is not Outcome.STOPPED or loop.stats.records < records:
+        raise SystemExit(f"loop ended {outcome.value} after {loop.stats.records} records")
+    cpu = (cpu1.user - cpu0.user) + (cpu1.system - cpu0.system)
+    return Measurement(records=loop.stats.records, value_size=value_size, seconds=elapsed,
+                       cpu_seconds=cpu, transactions=loop.stats.committed)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--bootstrap-server", required=True)
+    parser.add_argument("--connector", choices=("sequence", "file"), default="sequence")
+    parser.add_argument("--boundary", choices=("poll", "interval"), default="poll")
+    parser.add_argument("--size", type=int, default=10_000,
+                        help="poll: records per transaction; interval: milliseconds")
+    parser.add_argument("--records", type=int, default=1_000_000)
+    parser.add_argument("--value-size", type=int, default=100)
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args()
+    for i in range(args.runs):
+        m = run_loop(args.bootstrap_server, args.connector, args.boundary, args.size,
+                     args.records, args.value_size)
+        print(f"{args.connector} {args.boundary} {args.size}, {args.value_size} B, run {i + 1}: "
+              f"{m.records_per_s:,.0f} records/s, {m.cpu_s_per_million:.2f} CPU s / M records, "
+              f"{m.txn_size:,.0f} records/transaction", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -36,7 +36,7 @@ from urllib.parse import quote
 
 import httpx
 
-from connect_runtime.api.task import SourceTask
+from connect_runtime.api.task import OffsetStorageReader, SourceTask, TransactionContext
 from connect_runtime.config.connector_config import ConnectorConfig
 from connect_runtime.converters import Converter, load_converter
 from connect_runtime.errors import ConfigException, ConnectError, translate_kafka_error
@@ -91,11 +91,15 @@ class StartedTask:
     offset_flush_timeout_s: float = 5.0
 
 
-class _TaskContext:
-    """The :class:`~connect_runtime.api.task.SourceTaskContext` given to the task."""
+class TaskContext:
+    """The :class:`~connect_runtime.api.task.SourceTaskContext` given to the task.
 
-    def __init__(self, config: dict[str, str], reader: TaskOffsetStorageReader,
-                 txn: TaskTransactionContext | None) -> None:
+    Any offsets reader and transaction context will do, so the connector tests
+    and the loop benchmark hand tasks this same class with in-memory ones.
+    """
+
+    def __init__(self, config: dict[str, str], reader: OffsetStorageReader,
+                 txn: TransactionContext | None = None) -> None:
         self._config = config
         self._reader = reader
         self._txn = txn
@@ -105,10 +109,10 @@ class _TaskContext:
         return self._config
 
     @property
-    def offset_storage_reader(self) -> TaskOffsetStorageReader:
+    def offset_storage_reader(self) -> OffsetStorageReader:
         return self._reader
 
-    def transaction_context(self) -> TaskTransactionContext | None:
+    def transaction_context(self) -> TransactionContext | None:
         return self._txn
 
 
@@ -272,7 +276,7 @@ def start_task(spec: TaskSpec, should_stop: Any) -> StartedTask:
         interval_ms = connector_config.transaction_boundary_interval_ms(
             spec.offset_flush_interval_ms)
         task = load_task_class(spec.task_config["task.class"])()
-        task.initialize(_TaskContext(dict(spec.task_config), reader, txn))
+        task.initialize(TaskContext(dict(spec.task_config), reader, txn))
         task.start(dict(spec.task_config))
     except BaseException:
         producer.flush(1)

@@ -7,12 +7,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakes import FakeContext
 
 from connect_runtime.api.connector import ConnectorTransactionBoundaries, ExactlyOnceSupport
 from connect_runtime.api.record import SourceRecord
 from connect_runtime.config.validation import validate_connector_config
 from connect_runtime.errors import ConfigException, DataException, InvalidOffsetException
+from connect_runtime.worker.task_startup import TaskContext
 from connectors.file import FileStreamSourceConnector, FileStreamSourceTask
 
 
@@ -34,7 +34,7 @@ def task_for(files: list[Path], offsets: dict[str, dict[str, Any]] | None = None
                      "poll.idle.ms": "1", **overrides})
     config = connector.task_configs(1)[0]
     task = FileStreamSourceTask()
-    task.initialize(FakeContext(config, FakeReader(offsets or {})))
+    task.initialize(TaskContext(config, FakeReader(offsets or {})))
     task.start(config)
     return task
 

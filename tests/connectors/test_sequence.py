@@ -9,13 +9,13 @@ from typing import Any
 
 import orjson
 import pytest
-from fakes import FakeContext
 
 import connect_runtime
 from connect_runtime.api.connector import ConnectorTransactionBoundaries, ExactlyOnceSupport
 from connect_runtime.api.record import SourceRecord
 from connect_runtime.config.validation import validate_connector_config
 from connect_runtime.errors import ConfigException, InvalidOffsetException
+from connect_runtime.worker.task_startup import TaskContext
 from connectors.sequence import (
     SequenceSourceConnector,
     SequenceSourceTask,
@@ -59,7 +59,7 @@ def task_config(partitions: str = "0", **overrides: str) -> dict[str, str]:
 def started(config: dict[str, str], offsets: dict[int, dict[str, Any] | None] | None = None,
             txn: FakeTransactions | None = None) -> SequenceSourceTask:
     task = SequenceSourceTask()
-    task.initialize(FakeContext(config, FakeReader(offsets or {}), txn))
+    task.initialize(TaskContext(config, FakeReader(offsets or {}), txn))
     task.start(config)
     return task
 

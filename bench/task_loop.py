@@ -30,11 +30,13 @@ from typing import Any
 from confluent_kafka import Producer
 
 from bench.common import Measurement, create_topic
+from bench.limit import COMMON
 from bench.project import write_lines
 from connect_runtime.api.task import SourceTask
 from connect_runtime.converters import load_converter
 from connect_runtime.worker.boundaries import BoundaryPolicy
 from connect_runtime.worker.task_loop import ExactlyOnceTaskLoop, LoopSignals, Outcome
+from connect_runtime.worker.task_startup import TaskContext
 from connectors.file import TASK_FILES, FileStreamSourceTask
 from connectors.sequence import TASK_ID, TASK_PARTITIONS, SequenceSourceTask
 
@@ -49,28 +51,16 @@ class _NoOffsets:
         return [(p, None) for p in partitions]
 
 
-class _Context:
-    def __init__(self, config: dict[str, str]) -> None:
-        self.config = config
-        self.offset_storage_reader = _NoOffsets()
+def _stop_after(loop: ExactlyOnceTaskLoop, records: int) -> None:
+    """Stop ``loop`` once ``records`` records are committed (checked in task.commit)."""
+    task = loop.task
+    original = task.commit
 
-    def transaction_context(self) -> None:
-        return None
-
-
-class _Counting:
-    """Wraps the task's commit() to learn when the last record is committed."""
-
-    def __init__(self, task: SourceTask, records: int, loop_signals: LoopSignals,
-                 stats: Any) -> None:
-        self.task, self.records, self.signals, self.stats = task, records, loop_signals, stats
-        original = task.commit
-
-        def commit() -> None:
-            original()
-            if self.stats().records >= self.records:
-                self.signals.request_stop()
-        task.commit = commit  # type: ignore[method-assign]
+    def commit() -> None:
+        original()
+        if loop.stats.records >= records:
+            loop.signals.request_stop()
+    task.commit = commit  # type: ignore[method-assign]
 
 
 def make_task(connector: str, topic: str, records: int, value_size: int, batch: int,
@@ -85,7 +75,7 @@ def make_task(connector: str, topic: str, records: int, value_size: int, batch: 
         write_lines(path, records, value_size)
         config = {"topic": topic, "batch.size": str(batch), TASK_FILES: str(path)}
         task = FileStreamSourceTask()
-    task.initialize(_Context(config))  # type: ignore[arg-type]
+    task.initialize(TaskContext(config, _NoOffsets()))
     task.start(config)
     return task
 
@@ -100,22 +90,19 @@ def run_loop(bootstrap: str, connector: str, boundary: str, size: int, records: 
     with tempfile.TemporaryDirectory() as tmp:
         batch = size if boundary == "poll" else 1000
         task = make_task(connector, topic, records, value_size, batch, Path(tmp))
-        producer = Producer({
-            "bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True,
-            "linger.ms": 5, "queue.buffering.max.messages": 1_000_000,
-            "queue.buffering.max.kbytes": 1_048_576, "transaction.timeout.ms": 60_000,
-            "transactional.id": f"bench-loop-{suffix}"})
+        producer = Producer({"bootstrap.servers": bootstrap, **COMMON,
+                             "transaction.timeout.ms": 60_000,
+                             "transactional.id": f"bench-loop-{suffix}"})
         producer.init_transactions(30)
         producer.list_topics(topic, timeout=30)
-        signals = LoopSignals()
         loop = ExactlyOnceTaskLoop(
             label="bench-0", connector="bench", task=task, producer=producer,
             offsets_topic=offsets, forbidden_topics=frozenset({offsets}),
             key_converter=load_converter("StringConverter", {}, True),
             value_converter=load_converter("JsonConverter", {}, False),
             boundary=BoundaryPolicy(boundary, size if boundary == "interval" else 0, None),
-            signals=signals, transaction_timeout_s=60)
-        _Counting(task, records, signals, lambda: loop.stats)
+            signals=LoopSignals(), transaction_timeout_s=60)
+        _stop_after(loop, records)
         cpu0, t0 = os.times(), time.perf_counter()
         outcome = loop.run()
         elapsed = time.perf_counter() - t0

@@ -120,8 +120,6 @@ class FileStreamSourceConnector(SourceConnector):
         return FileStreamSourceTask
 
     def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
-        if max_tasks < 1:
-            raise ConfigException("Value must be at least 1", name="tasks.max", value=max_tasks)
         tasks = min(max_tasks, len(self._files))
         return [{**self._config, TASK_FILES: ",".join(self._files[i::tasks])}
                 for i in range(tasks)]

@@ -130,8 +130,6 @@ class SequenceSourceConnector(SourceConnector):
 
     def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
         """One config per task: the connector config plus its partitions and task id."""
-        if max_tasks < 1:
-            raise ConfigException("Value must be at least 1", name="tasks.max", value=max_tasks)
         assignment = assign_partitions(self._partitions or max_tasks, max_tasks)
         return [
             {**self._config, TASK_PARTITIONS: ",".join(map(str, ks)), TASK_ID: str(i)}

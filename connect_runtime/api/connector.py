@@ -84,7 +84,11 @@ class SourceConnector(ABC):
 
     @abstractmethod
     def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
-        """At most ``max_tasks`` task configurations, one per task to run."""
+        """At most ``max_tasks`` task configurations, one per task to run.
+
+        ``max_tasks`` is the connector's ``tasks.max``, which the framework has
+        already validated to be at least 1.
+        """
 
     @abstractmethod
     def stop(self) -> None:

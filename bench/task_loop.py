@@ -4,7 +4,7 @@
         [--connector sequence|file] [--boundary poll|interval] [--size 10000] \\
         [--records 1000000] [--value-size 100]
 
-Runs :class:`~connect_runtime.worker.task_loop.ExactlyOnceTaskLoop` over one
+Runs :class:`~connect_runtime.task.exactly_once_loop.ExactlyOnceTaskLoop` over one
 task of the sequence or the file connector against a real broker, with the
 worker's converters (``StringConverter`` keys, ``JsonConverter`` values) and the
 task producer's settings, until every record is committed; prints records/s and
@@ -33,12 +33,12 @@ from bench.common import Measurement, create_topic
 from bench.limit import COMMON
 from bench.project import write_lines
 from connect_runtime.api.task import SourceTask
+from connect_runtime.connectors.file import TASK_FILES, FileStreamSourceTask
+from connect_runtime.connectors.sequence import TASK_ID, TASK_PARTITIONS, SequenceSourceTask
 from connect_runtime.converters import load_converter
-from connect_runtime.worker.boundaries import BoundaryPolicy
-from connect_runtime.worker.task_loop import ExactlyOnceTaskLoop, LoopSignals, Outcome
-from connect_runtime.worker.task_startup import TaskContext
-from connectors.file import TASK_FILES, FileStreamSourceTask
-from connectors.sequence import TASK_ID, TASK_PARTITIONS, SequenceSourceTask
+from connect_runtime.task.boundaries import BoundaryPolicy
+from connect_runtime.task.exactly_once_loop import ExactlyOnceTaskLoop, LoopSignals, Outcome
+from connect_runtime.task.startup import TaskContext
 
 
 class _NoOffsets:

@@ -52,8 +52,8 @@ def _parser() -> argparse.ArgumentParser:
     verify.add_argument("--commit-every", type=int, default=0,
                         help="with --abort-every: the connector's commit.every.records")
     verify.add_argument("--abort-every", type=int, default=0,
-                        help="with --commit-every: the connector's abort.every; those seqs "
-                             "must be absent (connectors.sequence.expected_aborted)")
+                        help="with --commit-every: the connector's abort.every; those seqs must "
+                             "be absent (connect_runtime.connectors.sequence.expected_aborted)")
     verify.add_argument("--timeout", type=float, default=30.0,
                         help="seconds allowed for reading each isolation level")
     return parser
@@ -67,7 +67,7 @@ def _verify(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         parser.error("verify: --commit-every and --abort-every must be given together, > 0")
     expected = None
     if args.abort_every > 0:
-        from connectors.sequence import expected_aborted
+        from connect_runtime.connectors.sequence import expected_aborted
 
         commit_every, abort_every = args.commit_every, args.abort_every
 
@@ -95,7 +95,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "worker":
             from connect_runtime.config.worker_config import WorkerConfig
-            from connect_runtime.worker.worker import run_worker
+            from connect_runtime.worker import run_worker
 
             config = WorkerConfig.from_file(args.config, os.environ)
             return run_worker(config)

@@ -7,11 +7,19 @@
     ├── DataException                a record or offset cannot be converted/serialized
     │   └── InvalidOffsetException   a source partition/offset is not a dict of primitives
     ├── RetriableException           the operation may succeed if tried again
+    ├── ConnectorContractException   a connector broke the API contract (e.g. task_configs
+    │                                returned more than tasks.max configs, or not dict[str, str])
     ├── NotFoundException            no such connector, task or plugin   (REST 404)
     ├── AlreadyExistsException       the connector already exists        (REST 409)
     ├── ConflictException            state changed under the request     (REST 409)
     ├── BadRequestException          the request itself is malformed     (REST 400)
+    ├── RequestSignatureException    an internal request's KIP-507 signature is missing,
+    │                                forged or cannot be checked yet     (REST 400/403/503)
     ├── NotLeaderException           only the leader may do this; carries the leader URL
+    ├── HttpError                    (connect_runtime.rest.errors) an explicit HTTP status
+    ├── IllegalStateTransition       a lifecycle move the state diagram forbids: a runtime bug
+    ├── StartupFailed                a task cannot start; the message is its FAILED trace
+    ├── StartupAbandoned             a newer task generation exists: this one ends quietly
     └── KafkaClientError             a confluent-kafka error, translated once at the boundary
         ├── ProducerFencedError      a newer producer owns this transactional.id: stop quietly
         ├── TransactionAbortableError  the current transaction must be aborted, then may retry
@@ -57,6 +65,10 @@ class RetriableException(ConnectError):
     """A transient failure; the operation may be retried."""
 
 
+class ConnectorContractException(ConnectError):
+    """A connector or task returned something its API contract forbids; a connector bug."""
+
+
 class NotFoundException(ConnectError):
     """The named connector, task or plugin does not exist (REST 404)."""
 
@@ -73,12 +85,44 @@ class BadRequestException(ConnectError):
     """The request is malformed or not allowed as sent (REST 400)."""
 
 
+class RequestSignatureException(ConnectError):
+    """An internal request failed KIP-507 verification.
+
+    ``status`` is the HTTP status to answer: 400 (signature headers missing or an
+    algorithm not accepted), 403 (the signature does not match), 503 (this
+    worker has no session key yet; retry shortly).
+    """
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
 class NotLeaderException(ConnectError):
     """The request must be served by the leader. ``leader_url`` is None if unknown."""
 
     def __init__(self, message: str, leader_url: str | None = None) -> None:
         super().__init__(message)
         self.leader_url = leader_url
+
+
+class IllegalStateTransition(ConnectError):
+    """A lifecycle transition the state diagram (``protocol.states``) forbids.
+
+    A bug in the runtime, not user error: raised so that tests catch it rather
+    than the status topic recording it.
+    """
+
+
+class StartupFailed(ConnectError):
+    """A task cannot start; the message becomes the task's FAILED trace."""
+
+
+class StartupAbandoned(ConnectError):
+    """A newer generation of task configs exists; this task must not run.
+
+    Not a failure: the slot ends quietly and the newer generation reports status.
+    """
 
 
 class KafkaClientError(ConnectError):

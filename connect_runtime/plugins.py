@@ -20,8 +20,8 @@ import logging
 from importlib.metadata import EntryPoint, entry_points
 
 from connect_runtime.api.connector import SourceConnector
+from connect_runtime.cluster.herder_api import PluginInfo
 from connect_runtime.errors import ConfigException
-from connect_runtime.worker.herder_api import PluginInfo
 
 log = logging.getLogger(__name__)
 

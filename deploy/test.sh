@@ -6,5 +6,5 @@ repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo"
 bash deploy/setup.sh
 echo "== ruff" && .venv/bin/ruff check connect_runtime rest connectors tests bench
-echo "== mypy" && .venv/bin/mypy
+echo "== mypy" && bash deploy/typecheck.sh
 echo "== pytest" && exec .venv/bin/python -m pytest -q -p no:cacheprovider "$@"

@@ -6,6 +6,6 @@ leader forwarding behind it are internal.
 
 from __future__ import annotations
 
-from rest.app import create_app
+from connect_runtime.rest.app import create_app
 
 __all__ = ["create_app"]

@@ -12,12 +12,12 @@ from collections.abc import Sequence
 from fastapi import APIRouter, FastAPI
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from connect_runtime.cluster.herder_api import Herder
 from connect_runtime.errors import NotLeaderException
-from connect_runtime.worker.herder_api import Herder
-from rest.errors import UnhandledErrorMiddleware, install_error_handlers
-from rest.routes import connectors, internal, lifecycle, plugins, root
-from rest.routes.forwarding import Forwarder
-from rest.routes.internal import InternalRequestVerifier
+from connect_runtime.rest.errors import UnhandledErrorMiddleware, install_error_handlers
+from connect_runtime.rest.routes import connectors, internal, lifecycle, plugins, root
+from connect_runtime.rest.routes.forwarding import Forwarder
+from connect_runtime.rest.routes.internal import InternalRequestVerifier
 
 __all__ = ["create_app"]
 
@@ -63,8 +63,8 @@ def create_app(
     * ``forward_timeout_s`` bounds each request forwarded to the leader.
 
     Every error answers ``{"error_code": <status>, "message": <text>}``; see
-    :mod:`rest.errors` for the mapping and :mod:`rest.routes.forwarding` for the
-    two-hop forwarding rule.
+    :mod:`connect_runtime.rest.errors` for the mapping and
+    :mod:`connect_runtime.rest.routes.forwarding` for the two-hop forwarding rule.
     """
     app = FastAPI(
         title="connect-runtime",

@@ -8,13 +8,14 @@ body and no 422 ever reaches a client.
 raised                                            code  message
 ================================================  ====  =================================
 :class:`HttpError`                                its   its message
+RequestSignatureException (KIP-507)               its   its message (400, 403 or 503)
 NotFoundException                                 404   the exception's message
 AlreadyExistsException, ConflictException         409   the exception's message
 BadRequestException, ConfigException              400   the exception's message
 unknown route / path parameter of the wrong type  404   ``HTTP 404 Not Found`` (as Jersey)
 method not allowed on a known route               405   ``HTTP 405 Method Not Allowed``
 FastAPI request validation (safety net)           400   names the offending field
-NotLeaderException                                --    forwarded; see ``rest.routes.forwarding``
+NotLeaderException                                --    forwarded (``rest.routes.forwarding``)
 anything else                                     500   the message; traceback logged
 ================================================  ====  =================================
 
@@ -41,7 +42,9 @@ from connect_runtime.errors import (
     BadRequestException,
     ConfigException,
     ConflictException,
+    ConnectError,
     NotFoundException,
+    RequestSignatureException,
 )
 
 log = logging.getLogger(__name__)
@@ -55,7 +58,7 @@ __all__ = [
 ]
 
 
-class HttpError(Exception):
+class HttpError(ConnectError):
     """An error with an explicit HTTP status, for cases our exception tree has no class for.
 
     Internal request verifiers raise it for 403 (forged signature) or 503 (no session
@@ -117,6 +120,12 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     return error_response(exc.status, exc.message)
 
 
+async def _signature_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, RequestSignatureException)
+    log.warning("rejected internal request %s %s: %s", request.method, request.url.path, exc)
+    return error_response(exc.status, _message_of(exc))
+
+
 async def _starlette_http_exception(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, StarletteHTTPException)
     # Routing errors carry only the default phrase as detail; Jersey words them
@@ -148,6 +157,7 @@ def install_error_handlers(app: FastAPI) -> None:
     for exc_class, status in _STATUS_BY_EXCEPTION.items():
         app.add_exception_handler(exc_class, _mapped_handler(status))
     app.add_exception_handler(HttpError, _http_error)
+    app.add_exception_handler(RequestSignatureException, _signature_error)
     app.add_exception_handler(StarletteHTTPException, _starlette_http_exception)
     app.add_exception_handler(RequestValidationError, _request_validation)
 

@@ -11,14 +11,14 @@ import pytest
 import connect_runtime
 from connect_runtime import plugins
 from connect_runtime.api.task import SourceTask
+from connect_runtime.cluster.herder_api import PluginInfo
+from connect_runtime.connectors.sequence import SequenceSourceConnector
 from connect_runtime.errors import ConfigException
 from connect_runtime.plugins import (
     ENTRY_POINT_GROUP,
     list_connector_plugins,
     resolve_connector_class,
 )
-from connect_runtime.worker.herder_api import PluginInfo
-from connectors.sequence import SequenceSourceConnector
 
 
 class LocalConnector(SequenceSourceConnector):
@@ -38,8 +38,8 @@ class NotAConnector:
     "name",
     [
         "SequenceSourceConnector",  # entry point name
-        "connectors.sequence.SequenceSourceConnector",  # module path
-        "connectors.sequence:SequenceSourceConnector",  # entry point syntax
+        "connect_runtime.connectors.sequence.SequenceSourceConnector",  # module path
+        "connect_runtime.connectors.sequence:SequenceSourceConnector",  # entry point syntax
         "SequenceSource",  # alias without the Connector suffix
         "  SequenceSource  ",
     ],
@@ -59,8 +59,8 @@ def test_unknown_name_lists_available_connectors() -> None:
     message = str(info.value)
     assert ("Failed to find any class that implements SourceConnector and which name "
             "matches JdbcSource") in message
-    assert ("available connectors are: connectors.file.FileStreamSourceConnector, "
-            "connectors.sequence.SequenceSourceConnector") in message
+    assert ("available connectors are: connect_runtime.connectors.file.FileStreamSourceConnector, "
+            "connect_runtime.connectors.sequence.SequenceSourceConnector") in message
 
 
 def test_class_that_is_not_a_source_connector() -> None:
@@ -89,11 +89,11 @@ def test_ambiguous_alias_asks_for_the_full_name(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     (tmp_path / "other_sequence.py").write_text(
-        "from connectors.sequence import SequenceSourceConnector as Base\n"
+        "from connect_runtime.connectors.sequence import SequenceSourceConnector as Base\n"
         "class SequenceSourceConnector(Base):\n    pass\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     fake_entry_points(monkeypatch,
-                      A="connectors.sequence:SequenceSourceConnector",
+                      A="connect_runtime.connectors.sequence:SequenceSourceConnector",
                       B="other_sequence:SequenceSourceConnector")
     with pytest.raises(ConfigException, match="More than one connector matches alias"):
         resolve_connector_class("SequenceSource")
@@ -106,14 +106,14 @@ def test_broken_entry_points_are_skipped(
     fake_entry_points(monkeypatch,
                       Gone="no_such_module_for_tests:Thing",
                       Wrong=f"{__name__}:NotAConnector",
-                      Seq="connectors.sequence:SequenceSourceConnector")
+                      Seq="connect_runtime.connectors.sequence:SequenceSourceConnector")
     assert resolve_connector_class("SequenceSource") is SequenceSourceConnector
     assert "Gone" in caplog.text and "Wrong" in caplog.text
 
 
 def test_list_connector_plugins() -> None:
     found = list_connector_plugins()
-    assert PluginInfo("connectors.sequence.SequenceSourceConnector", "source",
+    assert PluginInfo("connect_runtime.connectors.sequence.SequenceSourceConnector", "source",
                       connect_runtime.__version__) in found
     assert [p.class_name for p in found] == sorted(p.class_name for p in found)
     assert found[0].to_dict().keys() == {"class", "type", "version"}
@@ -124,8 +124,8 @@ def test_listing_survives_a_connector_that_cannot_be_built(
 ) -> None:
     fake_entry_points(monkeypatch,
                       Unbuildable=f"{__name__}:UnbuildableConnector",
-                      Seq="connectors.sequence:SequenceSourceConnector",
-                      SeqAgain="connectors.sequence:SequenceSourceConnector")
+                      Seq="connect_runtime.connectors.sequence:SequenceSourceConnector",
+                      SeqAgain="connect_runtime.connectors.sequence:SequenceSourceConnector")
     found = list_connector_plugins()
     assert [(p.class_name.rsplit(".", 1)[-1], p.version) for p in found] == [
         ("SequenceSourceConnector", connect_runtime.__version__),

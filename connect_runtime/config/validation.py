@@ -38,6 +38,7 @@ from connect_runtime.config.connector_config import (
     ExactlyOnceSupportLevel,
     TransactionBoundary,
 )
+from connect_runtime.errors import ConnectorContractException
 
 log = logging.getLogger(__name__)
 
@@ -162,11 +163,12 @@ def _connector_own(
     try:
         config_def = connector.config_def()
         if not isinstance(config_def, ConfigDef):
-            raise TypeError(f"config_def() returned {type(config_def).__name__}, "
-                            "not a ConfigDef")
+            raise ConnectorContractException(
+                f"config_def() returned {type(config_def).__name__}, not a ConfigDef")
         result = connector.validate(config)
         if not isinstance(result, Config):
-            raise TypeError(f"validate() returned {type(result).__name__}, not a Config")
+            raise ConnectorContractException(
+                f"validate() returned {type(result).__name__}, not a Config")
     except Exception as e:
         log.error("Connector %s failed to validate its configuration",
                   type(connector).__name__, exc_info=True)

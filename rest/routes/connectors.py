@@ -9,7 +9,8 @@ Shapes and codes follow Kafka Connect's ``ConnectorsResource``:
 * ``PATCH /connectors/<name>/config`` -> 200; null values remove keys.
 * ``DELETE /connectors/<name>`` -> 204.
 
-Lifecycle operations (status, restart, pause, ...) live in ``rest.routes.lifecycle``.
+Lifecycle operations (status, restart, pause, ...) live in
+``connect_runtime.rest.routes.lifecycle``.
 """
 
 from __future__ import annotations
@@ -21,9 +22,9 @@ from fastapi import APIRouter, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 
+from connect_runtime.cluster.herder_api import Herder
 from connect_runtime.errors import BadRequestException, NotFoundException
-from connect_runtime.worker.herder_api import Herder
-from rest.routes.bodies import (
+from connect_runtime.rest.routes.bodies import (
     CONFIG_MAP_SCHEMA,
     config_map,
     config_patch,
@@ -32,7 +33,12 @@ from rest.routes.bodies import (
     read_json,
     read_json_object,
 )
-from rest.routes.params import HerderDep, check_connector_name, connector_location, java_trim
+from connect_runtime.rest.routes.params import (
+    HerderDep,
+    check_connector_name,
+    connector_location,
+    java_trim,
+)
 
 log = logging.getLogger(__name__)
 

@@ -33,8 +33,8 @@ from fastapi import Request
 from starlette.responses import Response
 
 from connect_runtime.errors import NotLeaderException
-from connect_runtime.worker.signing import ALGORITHM_HEADER, AUTH_HEADER
-from rest.errors import error_response
+from connect_runtime.protocol.signing import ALGORITHM_HEADER, AUTH_HEADER
+from connect_runtime.rest.errors import error_response
 
 log = logging.getLogger(__name__)
 

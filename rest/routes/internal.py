@@ -5,7 +5,7 @@ leader to fence the previous generation of the connector's tasks. Order, as in
 Connect's herder: verify the request signature first (any worker can, since all
 share the session key), then fence, which only the leader may do; a follower's
 ``NotLeaderException`` forwards the request, body and signature headers unchanged.
-Success is 200 with an empty body, which ``connect_runtime.worker.task_startup``
+Success is 200 with an empty body, which ``connect_runtime.task.startup``
 requires.
 """
 
@@ -17,7 +17,7 @@ from typing import cast
 from fastapi import APIRouter, Request, Response
 from fastapi.concurrency import run_in_threadpool
 
-from rest.routes.params import HerderDep
+from connect_runtime.rest.routes.params import HerderDep
 
 __all__ = ["InternalRequestVerifier", "router"]
 
@@ -25,7 +25,8 @@ InternalRequestVerifier = Callable[[Request, bytes], None]
 """Checks an internal request's signature against its raw body; raises to refuse it.
 
 It may raise the runtime's exceptions (mapped like any other) or
-:class:`rest.errors.HttpError` for codes the tree lacks (403 forged, 503 no key yet).
+:class:`connect_runtime.errors.RequestSignatureException` (400, 403 forged, 503 no key
+yet), both mapped by :mod:`connect_runtime.rest.errors`.
 """
 
 router = APIRouter(prefix="/connectors")

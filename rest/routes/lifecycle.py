@@ -18,7 +18,7 @@ from fastapi import APIRouter, Query, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 
-from rest.routes.params import HerderDep, java_bool, task_id
+from connect_runtime.rest.routes.params import HerderDep, java_bool, task_id
 
 __all__ = ["router"]
 

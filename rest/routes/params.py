@@ -14,8 +14,8 @@ from urllib.parse import quote
 
 from fastapi import Depends, HTTPException, Request
 
+from connect_runtime.cluster.herder_api import Herder
 from connect_runtime.errors import BadRequestException
-from connect_runtime.worker.herder_api import Herder
 
 __all__ = [
     "HerderDep",

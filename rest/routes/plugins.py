@@ -13,8 +13,13 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 
 from connect_runtime.errors import BadRequestException
-from rest.routes.bodies import CONFIG_MAP_SCHEMA, config_map, openapi_body, read_json
-from rest.routes.params import HerderDep, java_bool
+from connect_runtime.rest.routes.bodies import (
+    CONFIG_MAP_SCHEMA,
+    config_map,
+    openapi_body,
+    read_json,
+)
+from connect_runtime.rest.routes.params import HerderDep, java_bool
 
 __all__ = ["router"]
 

@@ -6,7 +6,7 @@ from fastapi import APIRouter
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 
-from rest.routes.params import HerderDep
+from connect_runtime.rest.routes.params import HerderDep
 
 __all__ = ["router"]
 

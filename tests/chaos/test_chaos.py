@@ -34,8 +34,8 @@ from e2e.harness import Cluster, WorkerProcess
 from faults import CommittedTail, FaultTable, Group
 from kafka_helpers import Broker, create_topic, free_port_pair, wait_for
 
+from connect_runtime.connectors.sequence import expected_aborted
 from connect_runtime.tools.verify import format_table, verify_topics
-from connectors.sequence import expected_aborted
 
 pytestmark = [pytest.mark.chaos, pytest.mark.timeout(2400)]
 

@@ -11,9 +11,9 @@ import pytest
 from connect_runtime.api.connector import ConnectorTransactionBoundaries, ExactlyOnceSupport
 from connect_runtime.api.record import SourceRecord
 from connect_runtime.config.validation import validate_connector_config
+from connect_runtime.connectors.file import FileStreamSourceConnector, FileStreamSourceTask
 from connect_runtime.errors import ConfigException, DataException, InvalidOffsetException
-from connect_runtime.worker.task_startup import TaskContext
-from connectors.file import FileStreamSourceConnector, FileStreamSourceTask
+from connect_runtime.task.startup import TaskContext
 
 
 class FakeReader:
@@ -154,7 +154,7 @@ def test_lines_across_read_chunks_and_non_ascii_text_keep_exact_positions(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, batch_size: str) -> None:
     # Small chunks make lines straddle reads; non-ASCII lines take the per-line
     # decode path, ASCII blocks the whole-block one; a lone \r stays in its line.
-    import connectors.file as file_module
+    import connect_runtime.connectors.file as file_module
 
     monkeypatch.setattr(file_module, "CHUNK_BYTES", 7)
     lines = ["plain", "naïve café", "", "a\rb", "crlf\r", "日本語のテキスト", "z" * 20]

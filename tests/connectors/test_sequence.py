@@ -14,14 +14,14 @@ import connect_runtime
 from connect_runtime.api.connector import ConnectorTransactionBoundaries, ExactlyOnceSupport
 from connect_runtime.api.record import SourceRecord
 from connect_runtime.config.validation import validate_connector_config
-from connect_runtime.errors import ConfigException, InvalidOffsetException
-from connect_runtime.worker.task_startup import TaskContext
-from connectors.sequence import (
+from connect_runtime.connectors.sequence import (
     SequenceSourceConnector,
     SequenceSourceTask,
     assign_partitions,
     expected_aborted,
 )
+from connect_runtime.errors import ConfigException, InvalidOffsetException
+from connect_runtime.task.startup import TaskContext
 
 
 class FakeReader:

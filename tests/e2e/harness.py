@@ -19,14 +19,16 @@ from typing import Any
 import httpx
 from kafka_helpers import free_port, wait_for
 
-REPO = Path(__file__).resolve().parents[2]
 __all__ = ["WorkerProcess", "free_port", "wait_for"]
 TEST_CONNECTORS = Path(__file__).resolve().parent  # testconnectors.py lives here
 
 
 class WorkerProcess:
     def __init__(self, bootstrap: str, group: str, port: int, workdir: Path,
-                 overrides: dict[str, str] | None = None) -> None:
+                 overrides: dict[str, str] | None = None, *, python: str = sys.executable,
+                 cwd: Path | None = None, pythonpath: tuple[str, ...] = ()) -> None:
+        """``python`` runs the worker (another venv's, say), from ``cwd`` (default:
+        ``workdir``), with ``pythonpath`` ahead of the test connectors."""
         self.bootstrap = bootstrap
         self.group = group
         self.port = port
@@ -52,6 +54,9 @@ class WorkerProcess:
             "spark.driver.memory": "512m",
             **(overrides or {}),
         }
+        self.python = python
+        self.cwd = cwd or workdir
+        self.pythonpath = pythonpath
         self.proc: subprocess.Popen[bytes] | None = None
         self.log_path = workdir / f"worker-{port}.log"
 
@@ -59,11 +64,12 @@ class WorkerProcess:
         props_path = self.workdir / f"worker-{self.port}.properties"
         props_path.write_text("".join(f"{k}={v}\n" for k, v in self.props.items()))
         env = dict(os.environ)
+        # Not the repository root: connect_runtime comes from the installed package.
         env["PYTHONPATH"] = os.pathsep.join(
-            p for p in (str(TEST_CONNECTORS), str(REPO), env.get("PYTHONPATH", "")) if p)
+            p for p in (*self.pythonpath, str(TEST_CONNECTORS), env.get("PYTHONPATH", "")) if p)
         log = self.log_path.open("ab")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "connect_runtime.cli", str(props_path)],
+            [self.python, "-m", "connect_runtime.cli", str(props_path)], cwd=self.cwd,
             env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         if wait:
             self.wait_healthy()

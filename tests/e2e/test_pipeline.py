@@ -16,7 +16,7 @@ import orjson
 from harness import WorkerProcess
 from kafka_helpers import create_topic, read_topic, sequences, transaction_sizes, wait_for
 
-from connectors.sequence import expected_aborted
+from connect_runtime.connectors.sequence import expected_aborted
 
 SEQ = "SequenceSourceConnector"
 
@@ -61,7 +61,8 @@ def test_poll_boundary_delivers_each_record_once_with_rest_shapes(
     tasks = worker.rest("GET", f"/connectors/{name}/tasks").json()
     assert [t["id"] for t in tasks] == [{"connector": name, "task": 0},
                                         {"connector": name, "task": 1}]
-    assert tasks[0]["config"]["task.class"] == "connectors.sequence.SequenceSourceTask"
+    assert tasks[0]["config"]["task.class"] == \
+        "connect_runtime.connectors.sequence.SequenceSourceTask"
     offsets = worker.rest("GET", f"/connectors/{name}/offsets").json()
     assert sorted(offsets["offsets"], key=lambda o: o["partition"]["sequence.partition"]) == [
         {"partition": {"sequence.partition": 0}, "offset": {"seq": 400}},

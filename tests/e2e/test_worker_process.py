@@ -71,7 +71,8 @@ def test_every_route_answers_with_connects_shapes(
     assert worker.rest("GET", f"/connectors/{name}/tasks/7/status").status_code == 404
     assert worker.rest("POST", f"/connectors/{name}/restart").status_code == 204
     plugins = worker.rest("GET", "/connector-plugins").json()
-    assert {"class": "connectors.sequence.SequenceSourceConnector", "type": "source"}.items() \
+    bundled = "connect_runtime.connectors.sequence.SequenceSourceConnector"
+    assert {"class": bundled, "type": "source"}.items() \
         <= next(p for p in plugins if p["class"].endswith("SequenceSourceConnector")).items()
     keys = {k["name"] for k in worker.rest("GET", f"/connector-plugins/{SEQ}/config").json()}
     assert {"topic", "batch.size", "transaction.boundary", "tasks.max"} <= keys

@@ -18,13 +18,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from connect_runtime.errors import (
-    AlreadyExistsException,
-    BadRequestException,
-    NotFoundException,
-    NotLeaderException,
-)
-from connect_runtime.worker.herder_api import (
+from connect_runtime.cluster.herder_api import (
     ConnectorInfo,
     ConnectorStateInfo,
     ConnectorTaskId,
@@ -35,9 +29,15 @@ from connect_runtime.worker.herder_api import (
     TaskInfo,
     TaskStateInfo,
 )
+from connect_runtime.errors import (
+    AlreadyExistsException,
+    BadRequestException,
+    NotFoundException,
+    NotLeaderException,
+)
 
 WORKER_ID = "127.0.0.1:8083"
-SEQUENCE_CLASS = "connectors.sequence.SequenceSourceConnector"
+SEQUENCE_CLASS = "connect_runtime.connectors.sequence.SequenceSourceConnector"
 
 
 @dataclass

@@ -24,8 +24,8 @@ from connect_runtime.errors import (
     NotFoundException,
     NotLeaderException,
 )
-from rest import create_app
-from rest.errors import HttpError
+from connect_runtime.rest import create_app
+from connect_runtime.rest.errors import HttpError
 
 CONFIG = {"connector.class": SEQUENCE_CLASS, "topic": "out"}
 
@@ -53,9 +53,9 @@ def test_herder_exceptions_map_to_connect_errors(client: AppClient, herder: Fake
 def test_500_logs_the_traceback(client: AppClient, herder: FakeHerder,
                                 caplog: pytest.LogCaptureFixture) -> None:
     herder.fail["connector_status"] = ValueError("boom")
-    with caplog.at_level(logging.ERROR, logger="rest.errors"):
+    with caplog.at_level(logging.ERROR, logger="connect_runtime.rest.errors"):
         assert_connect_error(client.get("/connectors/conn/status"), 500, "boom")
-    record = next(r for r in caplog.records if r.name == "rest.errors")
+    record = next(r for r in caplog.records if r.name == "connect_runtime.rest.errors")
     assert record.exc_info is not None and record.exc_info[0] is ValueError
     assert "/connectors/conn/status" in record.getMessage()
 

@@ -24,10 +24,10 @@ from rest_checks import AppClient, assert_connect_error
 from starlette.responses import PlainTextResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from connect_runtime.errors import NotLeaderException
-from connect_runtime.worker import signing
-from rest import create_app
-from rest.errors import HttpError
+from connect_runtime.errors import NotLeaderException, RequestSignatureException
+from connect_runtime.protocol import signing
+from connect_runtime.rest import create_app
+from connect_runtime.rest.errors import HttpError
 
 CONFIG = {"connector.class": SEQUENCE_CLASS, "topic": "out"}
 KEY = b"s" * 32
@@ -365,7 +365,7 @@ def test_extra_routers_forward_by_raising_not_leader() -> None:
 def _verifier(request: Request, raw_body: bytes) -> None:
     try:
         signing.verify(KEY, ["HmacSHA256"], dict(request.headers), raw_body)
-    except signing.SignatureError as exc:
+    except RequestSignatureException as exc:
         raise HttpError(exc.status, str(exc)) from exc
 
 

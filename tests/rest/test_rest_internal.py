@@ -9,10 +9,10 @@ from fake_herder import FakeHerder
 from fastapi import APIRouter, Request
 from rest_checks import AppClient, assert_connect_error
 
-from connect_runtime.errors import BadRequestException
-from connect_runtime.worker import signing
-from rest import create_app
-from rest.errors import HttpError
+from connect_runtime.errors import BadRequestException, RequestSignatureException
+from connect_runtime.protocol import signing
+from connect_runtime.rest import create_app
+from connect_runtime.rest.errors import HttpError
 
 KEY = b"k" * 32
 
@@ -21,7 +21,7 @@ def _signature_verifier(request: Request, raw_body: bytes) -> None:
     """What the lead's verifier will look like: signing.verify, errors as HttpError."""
     try:
         signing.verify(KEY, ["HmacSHA256"], dict(request.headers), raw_body)
-    except signing.SignatureError as exc:
+    except RequestSignatureException as exc:
         raise HttpError(exc.status, str(exc)) from exc
 
 

@@ -6,7 +6,7 @@ import pytest
 from fake_herder import SEQUENCE_CLASS, WORKER_ID, FakeHerder
 from rest_checks import AppClient
 
-from connect_runtime.worker.herder_api import HealthInfo
+from connect_runtime.cluster.herder_api import HealthInfo
 
 CONFIG = {"connector.class": SEQUENCE_CLASS, "tasks.max": "1", "topic": "out"}
 

@@ -14,20 +14,22 @@ from confluent_kafka.admin import AdminClient
 from connect_runtime.errors import DataException, InvalidOffsetException, KafkaTimeoutError
 from connect_runtime.kafka.clients import create_admin, create_producer
 from connect_runtime.kafka.topics import ensure_topic
-from connect_runtime.storage.offsets import (
-    GlobalOffsetMirror,
-    OffsetEntry,
-    OffsetStore,
-    OffsetView,
-    TaskOffsetStorageReader,
-    combine_offsets,
+from connect_runtime.storage.offsets.format import (
     deserialize_key,
     deserialize_value,
-    read_offsets,
     serialize_key,
     serialize_value,
-    to_rest_offsets,
     validate_partition_or_offset,
+)
+from connect_runtime.storage.offsets.mirror import GlobalOffsetMirror
+from connect_runtime.storage.offsets.reader import TaskOffsetStorageReader
+from connect_runtime.storage.offsets.store import OffsetStore
+from connect_runtime.storage.offsets.views import (
+    OffsetEntry,
+    OffsetView,
+    combine_offsets,
+    read_offsets,
+    to_rest_offsets,
 )
 
 CONNECTOR = "reddit-source"

@@ -12,13 +12,13 @@ from confluent_kafka import Producer
 from kafka_helpers import create_topic
 
 from connect_runtime.cli import main
+from connect_runtime.connectors.sequence import expected_aborted
 from connect_runtime.tools.verify import (
     format_table,
     parse_record,
     verify_sequences,
     verify_topics,
 )
-from connectors.sequence import expected_aborted
 
 # --- pure logic ----------------------------------------------------------------
 

@@ -39,18 +39,24 @@ import httpx
 from connect_runtime.api.task import OffsetStorageReader, SourceTask, TransactionContext
 from connect_runtime.config.connector_config import ConnectorConfig
 from connect_runtime.converters import Converter, load_converter
-from connect_runtime.errors import ConfigException, ConnectError, translate_kafka_error
+from connect_runtime.errors import (
+    ConfigException,
+    StartupAbandoned,
+    StartupFailed,
+    translate_kafka_error,
+)
 from connect_runtime.kafka.clients import create_admin, create_producer
 from connect_runtime.kafka.topics import ensure_topic
+from connect_runtime.protocol import signing
+from connect_runtime.protocol.task_spec import TaskMode
 from connect_runtime.storage.config_store import read_config_snapshot
-from connect_runtime.storage.offsets import TaskOffsetStorageReader
-from connect_runtime.worker import signing
-from connect_runtime.worker.boundaries import BoundaryPolicy, TaskTransactionContext
+from connect_runtime.storage.offsets.reader import TaskOffsetStorageReader
+from connect_runtime.task.boundaries import BoundaryPolicy, TaskTransactionContext
 
 if TYPE_CHECKING:
     from confluent_kafka import Producer
 
-    from connect_runtime.worker.task_spec import TaskSpec
+    from connect_runtime.protocol.task_spec import TaskSpec
 
 log = logging.getLogger(__name__)
 
@@ -58,14 +64,6 @@ log = logging.getLogger(__name__)
 FENCE_REQUEST_TIMEOUT_S = 90.0
 CONFIG_READ_TIMEOUT_S = 60.0
 DEFAULT_TRANSACTION_TIMEOUT_MS = 60000
-
-
-class StartupAbandoned(Exception):
-    """A newer generation of task configs exists; this task must not run."""
-
-
-class StartupFailed(ConnectError):
-    """Startup cannot proceed; the message becomes the task's FAILED trace."""
 
 
 @dataclass
@@ -243,7 +241,7 @@ def start_task(spec: TaskSpec, should_stop: Any) -> StartedTask:
     """Run steps 1-6 (in at-least-once mode only 3, 4 and 6). ``should_stop()`` is
     checked between steps."""
     connector_config = ConnectorConfig(spec.connector_config)
-    exactly_once = spec.eos_support == "enabled"
+    exactly_once = spec.mode is TaskMode.EXACTLY_ONCE
     if exactly_once:
         request_fencing(spec)  # step 1
         check_generation(spec, "startup read of the config topic")  # step 2

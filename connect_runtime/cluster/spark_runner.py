@@ -1,7 +1,7 @@
 """Hosting connector tasks on Spark: one long-running job per connector generation.
 
 Each job has one partition per connector task; its partition function is
-:func:`connect_runtime.worker.task_slot.slot_partition`, which runs until the
+:func:`connect_runtime.task.slot.slot_partition`, which runs until the
 driver tells the slot to stop. Jobs of a connector run in a FAIR scheduler pool
 named after it, so a connector's tasks do not queue behind another's.
 
@@ -29,8 +29,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from connect_runtime.worker.task_slot import slot_partition
-from connect_runtime.worker.task_spec import TaskSpec
+from connect_runtime.protocol.task_spec import TaskSpec
+from connect_runtime.task.slot import slot_partition
 
 log = logging.getLogger(__name__)
 

@@ -45,20 +45,20 @@ from connect_runtime.errors import (
     ProducerFencedError,
     translate_kafka_error,
 )
-from connect_runtime.storage.offsets import (
+from connect_runtime.storage.offsets.format import (
     serialize_key,
     serialize_value,
     validate_partition_or_offset,
 )
-from connect_runtime.worker.boundaries import BoundaryPolicy, Decision
-from connect_runtime.worker.record_sender import RecordSender, mirror_tombstones_first
+from connect_runtime.task.boundaries import BoundaryPolicy, Decision
+from connect_runtime.task.record_sender import RecordSender
 
 if TYPE_CHECKING:
     from confluent_kafka import Producer
 
     from connect_runtime.api.record import RecordMetadata, SourceRecord
     from connect_runtime.converters import Converter
-    from connect_runtime.storage.offsets import GlobalOffsetMirror
+    from connect_runtime.storage.offsets.mirror import GlobalOffsetMirror
 
 log = logging.getLogger(__name__)
 _source_partition = operator.attrgetter("source_partition")
@@ -338,8 +338,9 @@ class ExactlyOnceTaskLoop:
     def _mirror_tombstones_first(self, written: list[tuple[bytes, bytes | None]],
                                  deadline: float) -> None:
         """Tombstones reach the global topic before the transaction commits (see
-        :func:`~connect_runtime.worker.record_sender.mirror_tombstones_first`)."""
-        if not mirror_tombstones_first(self.offset_mirror, written, deadline):
+        :meth:`~connect_runtime.storage.offsets.mirror.GlobalOffsetMirror.write_tombstones_first`)."""
+        if self.offset_mirror is not None and \
+                not self.offset_mirror.write_tombstones_first(written, deadline):
             raise ConnectError(f"Task {self.label}: could not write offset tombstones to the "
                                "global offsets topic before committing; not committing")
 

@@ -14,8 +14,9 @@ from collections.abc import Callable
 from connect_runtime.api.connector import SourceConnector
 from connect_runtime.api.task import OffsetStorageReader
 from connect_runtime.config.connector_config import ConnectorConfig
+from connect_runtime.errors import ConnectorContractException
 from connect_runtime.plugins import resolve_connector_class
-from connect_runtime.worker.states import State
+from connect_runtime.protocol.states import State
 
 log = logging.getLogger(__name__)
 
@@ -88,14 +89,16 @@ class HostedConnector:
             task_class = self.instance.task_class()
             configs = self.instance.task_configs(max_tasks)
             if len(configs) > max_tasks:
-                raise ValueError(f"task_configs({max_tasks}) returned {len(configs)} configs; "
-                                 "at most tasks.max are allowed")
+                raise ConnectorContractException(
+                    f"task_configs({max_tasks}) returned {len(configs)} configs; "
+                    "at most tasks.max are allowed")
             path = f"{task_class.__module__}.{task_class.__qualname__}"
             out = []
             for i, cfg in enumerate(configs):
                 if not isinstance(cfg, dict) or not all(
                         isinstance(k, str) and isinstance(v, str) for k, v in cfg.items()):
-                    raise TypeError(f"task config {i} is not a dict[str, str]: {cfg!r}")
+                    raise ConnectorContractException(
+                        f"task config {i} is not a dict[str, str]: {cfg!r}")
                 out.append({**cfg, "task.class": path})
         except Exception as e:
             self.fail(e)

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+from connect_runtime.errors import IllegalStateTransition
+
 
 class State(StrEnum):
     UNASSIGNED = "UNASSIGNED"
@@ -27,10 +29,6 @@ class State(StrEnum):
     FAILED = "FAILED"
     RESTARTING = "RESTARTING"
     DESTROYED = "DESTROYED"
-
-
-class IllegalStateTransition(RuntimeError):
-    pass
 
 
 _ALLOWED: dict[State, frozenset[State]] = {

@@ -9,7 +9,7 @@ Kafka Connect's ``SubmittedRecords``, reshaped for confluent-kafka. Invariants:
   arrive in produce order within a Kafka partition but in any order across
   Kafka partitions, so a later record may be acknowledged before an earlier one.
 * Source partitions are grouped by value (their canonical serialized key, see
-  :func:`~connect_runtime.storage.offsets.serialize_key`), not by identity: a
+  :func:`~connect_runtime.storage.offsets.format.serialize_key`), not by identity: a
   connector that builds a new, equal partition dict for every record still has
   one queue per source partition.
 * Each :class:`SubmittedRecord` *is* the delivery callback of its record: one
@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from connect_runtime.api.record import RecordMetadata
-from connect_runtime.storage.offsets import serialize_key
+from connect_runtime.storage.offsets.format import serialize_key
 
 if TYPE_CHECKING:
     from confluent_kafka import KafkaError

@@ -21,6 +21,21 @@ from collections.abc import Callable
 from typing import Any
 
 from connect_runtime import __version__
+from connect_runtime.cluster import fencing
+from connect_runtime.cluster.connector_host import HostedConnector
+from connect_runtime.cluster.herder_api import (
+    ConnectorInfo,
+    ConnectorStateInfo,
+    ConnectorTaskId,
+    HealthInfo,
+    PluginInfo,
+    ServerInfo,
+    StateInfo,
+    TaskInfo,
+    TaskStateInfo,
+)
+from connect_runtime.cluster.slot_registry import TaskSlotRegistry
+from connect_runtime.cluster.spark_runner import SparkTaskRunner
 from connect_runtime.config.connector_config import CONNECTOR_CONFIG_DEF, ConnectorConfig
 from connect_runtime.config.validation import (
     ConfigInfos,
@@ -36,28 +51,16 @@ from connect_runtime.errors import (
     NotFoundException,
     NotLeaderException,
     ProducerFencedError,
+    RequestSignatureException,
 )
 from connect_runtime.plugins import list_connector_plugins, resolve_connector_class
+from connect_runtime.protocol import signing
+from connect_runtime.protocol.states import State, TargetState
+from connect_runtime.protocol.task_spec import TaskSpec
 from connect_runtime.storage.config_store import ClusterConfigState, ConfigStore
-from connect_runtime.storage.offsets import OffsetStore, TaskOffsetStorageReader
+from connect_runtime.storage.offsets.reader import TaskOffsetStorageReader
+from connect_runtime.storage.offsets.store import OffsetStore
 from connect_runtime.storage.status_store import StatusStore
-from connect_runtime.worker import fencing, signing
-from connect_runtime.worker.connector_host import HostedConnector
-from connect_runtime.worker.herder_api import (
-    ConnectorInfo,
-    ConnectorStateInfo,
-    ConnectorTaskId,
-    HealthInfo,
-    PluginInfo,
-    ServerInfo,
-    StateInfo,
-    TaskInfo,
-    TaskStateInfo,
-)
-from connect_runtime.worker.spark_runner import SparkTaskRunner
-from connect_runtime.worker.states import State, TargetState
-from connect_runtime.worker.task_control import TaskSlotRegistry
-from connect_runtime.worker.task_spec import TaskSpec
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +76,7 @@ _INITIAL_STATES = {
 
 
 class DistributedHerder:
-    """Implements :class:`connect_runtime.worker.herder_api.Herder` for the leader."""
+    """Implements :class:`connect_runtime.cluster.herder_api.Herder` for the leader."""
 
     def __init__(self, config: WorkerConfig, config_store: ConfigStore, status_store: StatusStore,
                  offset_store: OffsetStore, runner: SparkTaskRunner,
@@ -255,12 +258,12 @@ class DistributedHerder:
         return base64.b64encode(key[0]).decode("ascii") if key else None
 
     def verify_internal_request(self, headers: dict[str, str], body: bytes) -> None:
-        """KIP-507 check for internal routes; raises signing.SignatureError."""
+        """KIP-507 check for internal routes; raises RequestSignatureException."""
         key = self.session_key()
         accepted = list(self.config["inter.worker.verification.algorithms"])
         try:
             signing.verify(key[0] if key else None, accepted, headers, body)
-        except signing.SignatureError as e:
+        except RequestSignatureException as e:
             if e.status != 403:
                 raise
             with self._key_lock:
@@ -269,7 +272,7 @@ class DistributedHerder:
                 try:
                     signing.verify(old, accepted, headers, body)
                     return
-                except signing.SignatureError:
+                except RequestSignatureException:
                     continue
             raise
 
@@ -697,7 +700,6 @@ class DistributedHerder:
             eos_support=config.eos_support,
             offset_flush_interval_ms=int(config["offset.flush.interval.ms"]),
             offset_flush_timeout_ms=int(config["offset.flush.timeout.ms"]),
-            graceful_timeout_ms=int(config["task.shutdown.graceful.timeout.ms"]),
             producer_overrides=self._overrides("producer"),
             consumer_overrides=self._overrides("consumer"),
             admin_overrides=self._overrides("admin"),

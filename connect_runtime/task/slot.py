@@ -21,177 +21,25 @@ an exception that does not pickle still reaches the status topic intact.
 
 from __future__ import annotations
 
-import base64
 import dataclasses
 import logging
-import os
-import socket
-import threading
-import time
 import traceback
-import uuid
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote
 
-import httpx
-
-from connect_runtime.storage.config_store import read_config_snapshot
-from connect_runtime.storage.offsets import GlobalOffsetMirror
-from connect_runtime.worker import signing
-from connect_runtime.worker.at_least_once_loop import AtLeastOnceTaskLoop
-from connect_runtime.worker.states import State
-from connect_runtime.worker.task_loop import ExactlyOnceTaskLoop, LoopSignals, Outcome
-from connect_runtime.worker.task_startup import StartupAbandoned, start_task
+from connect_runtime.errors import StartupAbandoned
+from connect_runtime.protocol.states import State
+from connect_runtime.storage.offsets.mirror import GlobalOffsetMirror
+from connect_runtime.task.at_least_once_loop import AtLeastOnceTaskLoop
+from connect_runtime.task.exactly_once_loop import ExactlyOnceTaskLoop, LoopSignals, Outcome
+from connect_runtime.task.slot_control import CMD_STOP, SlotControl
+from connect_runtime.task.startup import start_task
 
 if TYPE_CHECKING:
-    from connect_runtime.worker.task_spec import TaskSpec
+    from connect_runtime.protocol.task_spec import TaskSpec
 
 log = logging.getLogger(__name__)
 
-HEARTBEAT_INTERVAL_S = 0.25
-KEY_REFRESH_INTERVAL_S = 5.0
-CMD_RUN, CMD_PAUSE, CMD_STOP = "run", "pause", "stop"
-
-
-class SlotControl:
-    """Heartbeats to the driver on a background thread and applies its commands."""
-
-    def __init__(self, spec: TaskSpec, attempt: int) -> None:
-        self.spec = spec
-        self.attempt = attempt
-        self.run_id = uuid.uuid4().hex
-        self.url = (f"{spec.worker_url}/internal/tasks/{quote(spec.connector, safe='')}/"
-                    f"{spec.task}/heartbeat")
-        self.state = State.UNASSIGNED
-        self.trace: str | None = None
-        self.fenced = False
-        self.command = CMD_RUN
-        self.restart_seq: int | None = None
-        self.signals: LoopSignals | None = None
-        self.task: Any = None
-        # The restart counter the current task instance started under; a different
-        # value from the driver means "restart": stop this instance, start anew.
-        self.running_restart_seq: int | None = None
-        # The key to sign with; starts as the one the spec was built with and
-        # follows the leader's rotations through heartbeat answers.
-        self.session_key = spec.session_key
-        self._next_key_refresh = 0.0
-        self.changed = threading.Condition()
-        self._closed = threading.Event()
-        self._report_now = threading.Event()
-        self._client = httpx.Client(timeout=10.0)
-        self._thread = threading.Thread(target=self._heartbeat_loop, daemon=True,
-                                        name=f"slot-control-{spec.task_label}")
-        self._thread.start()
-
-    # Called from the slot's main thread.
-    def report(self, state: State, trace: str | None = None) -> None:
-        self.state, self.trace = state, trace
-        self._report_now.set()
-
-    def wait_for_answer(self) -> None:
-        """Block until the driver has answered at least once (or the slot closes)."""
-        with self.changed:
-            self.changed.wait_for(lambda: self.restart_seq is not None or self._closed.is_set())
-
-    def wait_for_change(self, seen_restart_seq: int | None) -> None:
-        """Block until a restart is requested or the slot must stop."""
-        with self.changed:
-            self.changed.wait_for(lambda: self.command == CMD_STOP
-                                  or self.restart_seq != seen_restart_seq
-                                  or self._closed.is_set())
-
-    def attach(self, signals: LoopSignals | None, task: Any) -> None:
-        self.signals, self.task = signals, task
-        if signals is not None:
-            self._apply(signals)
-
-    def close(self) -> None:
-        self._closed.set()
-        self._report_now.set()
-        self._thread.join(5)
-        self._client.close()
-
-    # Heartbeat thread.
-    def _heartbeat_loop(self) -> None:
-        while not self._closed.is_set():
-            self._heartbeat()
-            self._report_now.wait(HEARTBEAT_INTERVAL_S)
-            self._report_now.clear()
-        self._heartbeat()  # last word: the final state
-
-    def _heartbeat(self) -> None:
-        body = {
-            "run_id": self.run_id,
-            "generation": self.spec.generation,
-            "state": self.state.value,
-            "trace": self.trace,
-            "attempt": self.attempt,
-            "restart_seq": self.restart_seq,  # lets the driver spot reports older than a restart
-            "fenced": self.fenced,
-            "pid": os.getpid(),
-            "host": socket.gethostname(),
-        }
-        try:
-            content = httpx.Request("POST", self.url, json=body).content
-            headers = {"Content-Type": "application/json",
-                       **signing.sign_headers(self.session_key,
-                                              self.spec.session_key_algorithm, content)}
-            response = self._client.post(self.url, content=content, headers=headers)
-            answer: dict[str, Any]
-            if response.status_code == 403:
-                self._refresh_key()  # signed with a key the leader no longer accepts
-                return
-            if response.status_code == 404:
-                answer = {"command": CMD_STOP, "restart_seq": self.restart_seq or 0}
-            else:
-                response.raise_for_status()
-                answer = response.json()
-        except (httpx.HTTPError, ValueError) as e:
-            # The worker may be restarting; the task keeps running. If the worker is
-            # gone for good, a new leader fences this task's producer.
-            log.debug("heartbeat for %s failed: %r", self.spec.task_label, e)
-            return
-        with self.changed:
-            self.command = str(answer.get("command", CMD_RUN))
-            self.restart_seq = int(answer.get("restart_seq", 0))
-            if answer.get("session_key"):  # the leader rotated its key (KIP-507 TTL)
-                self.session_key = str(answer["session_key"])
-            self.changed.notify_all()
-        if self.signals is not None:
-            self._apply(self.signals)
-
-    def _refresh_key(self) -> None:
-        """Read the current session key from the config topic (at most every 5 s)."""
-        now = time.monotonic()
-        if now < self._next_key_refresh:
-            return
-        self._next_key_refresh = now + KEY_REFRESH_INTERVAL_S
-        try:
-            snapshot = read_config_snapshot(self.spec.bootstrap_servers, self.spec.config_topic,
-                                            self.spec.consumer_overrides, timeout=30)
-        except Exception as e:
-            log.warning("task %s: could not read the session key: %r", self.spec.task_label, e)
-            return
-        if snapshot.session_key is not None:
-            self.session_key = base64.b64encode(snapshot.session_key.key).decode("ascii")
-
-    def _apply(self, signals: LoopSignals) -> None:
-        stop = self.command == CMD_STOP or (
-            self.running_restart_seq is not None and self.restart_seq != self.running_restart_seq)
-        if stop and not signals.stop:
-            signals.request_stop()
-            task = self.task
-            if task is not None:
-                try:
-                    task.stop()  # may wake a blocked poll(); contract: callable from any thread
-                except Exception:
-                    log.warning("task %s: stop() raised", self.spec.task_label, exc_info=True)
-        elif not stop:
-            paused = self.command == CMD_PAUSE
-            if signals.paused != paused:
-                signals.set_paused(paused)
 
 
 def _trace(exc: BaseException, spec: TaskSpec) -> str:

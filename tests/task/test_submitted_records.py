@@ -11,7 +11,7 @@ from confluent_kafka import KafkaError
 
 from connect_runtime.api.record import SourceRecord
 from connect_runtime.errors import InvalidOffsetException
-from connect_runtime.worker.submitted_records import SubmittedRecord, SubmittedRecords
+from connect_runtime.task.submitted_records import SubmittedRecord, SubmittedRecords
 
 
 def submit(tracked: SubmittedRecords, part: str | None, seq: int) -> SubmittedRecord:

@@ -8,6 +8,22 @@ clients, locks or connector instances. The executor rebuilds everything from it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import Enum
+
+
+class TaskMode(Enum):
+    """How a task writes, from the leader's ``exactly.once.source.support``.
+
+    The slot picks the task loop by it; startup runs KIP-618's fencing steps
+    only for ``EXACTLY_ONCE``.
+    """
+
+    EXACTLY_ONCE = "exactly-once"  # enabled: transactions, fencing (KIP-618)
+    AT_LEAST_ONCE = "at-least-once"  # disabled or preparing: Connect's WorkerSourceTask
+
+    @classmethod
+    def for_support(cls, eos_support: str) -> TaskMode:
+        return cls.EXACTLY_ONCE if eos_support == "enabled" else cls.AT_LEAST_ONCE
 
 
 @dataclass(frozen=True)
@@ -27,9 +43,10 @@ class TaskSpec:
     global_offsets_topic: str
     worker_url: str
     worker_id: str
+    # exactly.once.source.support as the leader has it (named in log messages);
+    # ``mode`` is what it means for the task.
     eos_support: str
     offset_flush_interval_ms: int
-    graceful_timeout_ms: int
     # At-least-once tasks only: how long one offset flush may take.
     offset_flush_timeout_ms: int = 5000
     producer_overrides: dict[str, str] = field(default_factory=dict)
@@ -41,6 +58,10 @@ class TaskSpec:
     # Session key for signing internal requests (fence), base64; None: unsigned.
     session_key: str | None = None
     session_key_algorithm: str = "HmacSHA256"
+
+    @property
+    def mode(self) -> TaskMode:
+        return TaskMode.for_support(self.eos_support)
 
     @property
     def transactional_id(self) -> str:

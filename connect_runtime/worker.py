@@ -27,19 +27,18 @@ from typing import Any
 import uvicorn
 from fastapi import Request
 
+from connect_runtime.cluster.herder import DistributedHerder
+from connect_runtime.cluster.membership import GroupMembership
+from connect_runtime.cluster.spark_runner import SparkTaskRunner
 from connect_runtime.config.worker_config import WorkerConfig
 from connect_runtime.kafka.clients import create_admin
 from connect_runtime.kafka.topics import InternalTopicSettings, ensure_internal_topics
+from connect_runtime.protocol.task_spec import TaskMode
+from connect_runtime.rest import create_app
+from connect_runtime.rest.routes.slots import task_control_router
 from connect_runtime.storage.config_store import ConfigStore
-from connect_runtime.storage.offsets import OffsetStore
+from connect_runtime.storage.offsets.store import OffsetStore
 from connect_runtime.storage.status_store import StatusStore
-from connect_runtime.worker import signing
-from connect_runtime.worker.herder import DistributedHerder
-from connect_runtime.worker.membership import GroupMembership
-from connect_runtime.worker.spark_runner import SparkTaskRunner
-from rest import create_app
-from rest.errors import HttpError
-from rest.routes.task_control import task_control_router
 
 log = logging.getLogger(__name__)
 
@@ -97,7 +96,7 @@ class Worker:
             self.herder.on_job_failed(connector, generation, trace)
 
     def start(self) -> DistributedHerder:
-        if self.config.eos_support != "enabled":
+        if TaskMode.for_support(self.config.eos_support) is not TaskMode.EXACTLY_ONCE:
             log.warning("exactly.once.source.support=%s: tasks run at-least-once (no "
                         "transactions, no zombie fencing); duplicates are possible",
                         self.config.eos_support)
@@ -172,12 +171,8 @@ class Worker:
 
 def build_app(herder: DistributedHerder) -> Any:
     def verify(request: Request, body: bytes) -> None:
-        try:
-            herder.verify_internal_request(dict(request.headers), body)
-        except signing.SignatureError as e:
-            log.warning("rejected internal request %s %s: %s", request.method,
-                        request.url.path, e)
-            raise HttpError(e.status, str(e)) from e
+        # RequestSignatureException answers 400, 403 or 503 (connect_runtime.rest.errors).
+        herder.verify_internal_request(dict(request.headers), body)
 
     return create_app(herder, extra_routers=[task_control_router(herder)],
                       internal_request_verifier=verify)

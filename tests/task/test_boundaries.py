@@ -6,7 +6,7 @@ import pytest
 
 from connect_runtime.api.record import SourceRecord
 from connect_runtime.errors import ConnectError
-from connect_runtime.worker.boundaries import BoundaryPolicy, Decision, TaskTransactionContext
+from connect_runtime.task.boundaries import BoundaryPolicy, Decision, TaskTransactionContext
 
 
 def rec(n: int) -> SourceRecord:

@@ -22,8 +22,8 @@ from connect_runtime.api.record import SourceRecord
 from connect_runtime.api.task import SourceTask
 from connect_runtime.converters import load_converter
 from connect_runtime.errors import DataException, InvalidOffsetException
-from connect_runtime.worker.boundaries import BoundaryPolicy, TaskTransactionContext
-from connect_runtime.worker.task_loop import ExactlyOnceTaskLoop, LoopSignals, Outcome
+from connect_runtime.task.boundaries import BoundaryPolicy, TaskTransactionContext
+from connect_runtime.task.exactly_once_loop import ExactlyOnceTaskLoop, LoopSignals, Outcome
 
 
 class ScriptedTask(SourceTask):

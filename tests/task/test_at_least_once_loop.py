@@ -22,11 +22,11 @@ from connect_runtime.api.record import RecordMetadata, SourceRecord
 from connect_runtime.api.task import SourceTask
 from connect_runtime.converters import load_converter
 from connect_runtime.errors import ConnectError
-from connect_runtime.storage.offsets import GlobalOffsetMirror
-from connect_runtime.worker.at_least_once_loop import AtLeastOnceTaskLoop
-from connect_runtime.worker.task_loop import LoopSignals, Outcome
-from connect_runtime.worker.task_spec import TaskSpec
-from connect_runtime.worker.task_startup import start_task
+from connect_runtime.protocol.task_spec import TaskSpec
+from connect_runtime.storage.offsets.mirror import GlobalOffsetMirror
+from connect_runtime.task.at_least_once_loop import AtLeastOnceTaskLoop
+from connect_runtime.task.exactly_once_loop import LoopSignals, Outcome
+from connect_runtime.task.startup import start_task
 
 
 class ScriptedTask(SourceTask):
@@ -260,7 +260,8 @@ def spec_for(bootstrap: str, connector: str, out: str, global_offsets: str,
              **overrides: Any) -> TaskSpec:
     fields: dict[str, Any] = dict(
         connector=connector, task=0, generation=7,
-        task_config={"task.class": "connectors.sequence.SequenceSourceTask", "topic": out,
+        task_config={"task.class": "connect_runtime.connectors.sequence.SequenceSourceTask",
+                     "topic": out,
                      "sequence.partitions": "0", "task.id": "0", "batch.size": "10",
                      "max.records": "30", "poll.idle.ms": "10"},
         connector_config={"name": connector, "connector.class": "SequenceSource",
@@ -271,7 +272,7 @@ def spec_for(bootstrap: str, connector: str, out: str, global_offsets: str,
         config_topic="no-config-topic", status_topic="no-status-topic",
         global_offsets_topic=global_offsets, worker_url="http://127.0.0.1:9",
         worker_id="w", eos_support="disabled", offset_flush_interval_ms=600_000,
-        graceful_timeout_ms=5000, offset_flush_timeout_ms=5000)
+        offset_flush_timeout_ms=5000)
     fields.update(overrides)
     return TaskSpec(**fields)
 

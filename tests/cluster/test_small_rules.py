@@ -6,10 +6,11 @@ import base64
 
 import pytest
 
-from connect_runtime.worker import signing
-from connect_runtime.worker.fencing import task_count_needs_fencing, transactional_ids
-from connect_runtime.worker.spark_runner import effective_master
-from connect_runtime.worker.states import IllegalStateTransition, State, check_transition
+from connect_runtime.cluster.fencing import task_count_needs_fencing, transactional_ids
+from connect_runtime.cluster.spark_runner import effective_master
+from connect_runtime.errors import RequestSignatureException
+from connect_runtime.protocol import signing
+from connect_runtime.protocol.states import IllegalStateTransition, State, check_transition
 
 
 def test_state_transitions_are_guarded() -> None:
@@ -42,16 +43,16 @@ def test_signed_requests_verify_and_forgeries_do_not() -> None:
     assert len(key) == 64  # SHA-256 block size, like Java's KeyGenerator default
     headers = signing.sign_headers(base64.b64encode(key).decode(), "HmacSHA256", b"body")
     signing.verify(key, ["HmacSHA256"], headers, b"body")
-    with pytest.raises(signing.SignatureError) as forged:
+    with pytest.raises(RequestSignatureException) as forged:
         signing.verify(key, ["HmacSHA256"], headers, b"other body")
     assert forged.value.status == 403
-    with pytest.raises(signing.SignatureError) as missing:
+    with pytest.raises(RequestSignatureException) as missing:
         signing.verify(key, ["HmacSHA256"], {}, b"body")
     assert missing.value.status == 400
-    with pytest.raises(signing.SignatureError) as unknown:
+    with pytest.raises(RequestSignatureException) as unknown:
         signing.verify(key, ["HmacSHA256"], {**headers, signing.ALGORITHM_HEADER: "HmacMD5"},
                        b"body")
     assert unknown.value.status == 400
-    with pytest.raises(signing.SignatureError) as no_key:
+    with pytest.raises(RequestSignatureException) as no_key:
         signing.verify(None, ["HmacSHA256"], headers, b"body")
     assert no_key.value.status == 503

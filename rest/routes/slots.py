@@ -1,7 +1,7 @@
 """Worker-internal routes used by task slots on Spark executors (not public API).
 
 * ``POST /internal/tasks/{connector}/{task}/heartbeat``: a slot reports its state
-  and receives its command (see ``connect_runtime.worker.task_slot``). Signed
+  and receives its command (see ``connect_runtime.task.slot``). Signed
   with the session key like every internal request (KIP-507).
 * ``GET /internal/leader``: this worker's view of who leads the cluster.
 * ``GET /internal/tasks``: where each task runs (executor host, Python pid, Spark
@@ -17,8 +17,8 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
-from connect_runtime.worker import signing
-from connect_runtime.worker.task_control import TaskSlotRegistry
+from connect_runtime.cluster.slot_registry import TaskSlotRegistry
+from connect_runtime.errors import RequestSignatureException
 
 
 class SlotHost(Protocol):
@@ -43,7 +43,7 @@ def task_control_router(host: SlotHost) -> APIRouter:
         body = await request.body()
         try:
             host.verify_internal_request(dict(request.headers), body)
-        except signing.SignatureError as e:
+        except RequestSignatureException as e:
             return JSONResponse({"error_code": e.status, "message": str(e)}, e.status)
         try:
             report: Any = orjson.loads(body)

@@ -1,7 +1,7 @@
 """The per-record work every task loop shares: check the topic, convert, produce.
 
-Both task loops (exactly-once in :mod:`~connect_runtime.worker.task_loop`,
-at-least-once in :mod:`~connect_runtime.worker.at_least_once_loop`) hand each
+Both task loops (exactly-once in :mod:`~connect_runtime.task.exactly_once_loop`,
+at-least-once in :mod:`~connect_runtime.task.at_least_once_loop`) hand each
 polled record to :meth:`RecordSender.send` (the exactly-once loop a whole batch
 to :meth:`RecordSender.send_batch`, the same steps without delivery callbacks)
 and write source offsets with :meth:`RecordSender.produce_offsets`. What
@@ -26,7 +26,6 @@ Nothing here blocks on the broker except the queue-full wait.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -38,7 +37,6 @@ if TYPE_CHECKING:
 
     from connect_runtime.api.record import SourceRecord
     from connect_runtime.converters import Converter
-    from connect_runtime.storage.offsets import GlobalOffsetMirror
 
 DeliveryCallback = Callable[[Any, Any], None]
 """``on_delivery(err, msg)`` as confluent-kafka calls it, from ``poll``/``flush``."""
@@ -185,22 +183,3 @@ class RecordSender:
             self.create_topic(topic)  # KIP-158 topic.creation.default.*; once per topic
         self._checked_topics.add(topic)
 
-
-def mirror_tombstones_first(mirror: GlobalOffsetMirror | None,
-                            written: Iterable[tuple[bytes, bytes | None]],
-                            deadline: float) -> bool:
-    """Write the tombstones among ``written`` to the global offsets topic and wait.
-
-    With a per-connector offsets topic, a tombstone there falls back to the global
-    topic's offset in the combined view; so, as Kafka Connect does (KAFKA-15018),
-    the global topic gets the tombstone *before* the connector's topic does.
-    True when there was nothing to do or it was written; False if not written by
-    ``deadline`` (at least 1 s is allowed). The caller decides what failing means.
-    """
-    if mirror is None:
-        return True
-    tombstones = [(k, v) for k, v in written if v is None]
-    if not tombstones:
-        return True
-    mirror.submit(tombstones)
-    return mirror.flush(max(deadline - time.monotonic(), 1.0))

@@ -12,6 +12,8 @@ import hashlib
 import hmac
 import secrets
 
+from connect_runtime.errors import RequestSignatureException
+
 AUTH_HEADER = "X-Connect-Authorization"
 ALGORITHM_HEADER = "X-Connect-Request-Signature-Algorithm"
 
@@ -23,14 +25,6 @@ _DIGESTS = {
     "HmacSHA384": hashlib.sha384,
     "HmacSHA512": hashlib.sha512,
 }
-
-
-class SignatureError(Exception):
-    """``status`` is the HTTP code to answer: 400 malformed, 403 forged, 503 no key yet."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
 
 
 def supported(algorithm: str) -> bool:
@@ -60,19 +54,23 @@ def sign_headers(key_b64: str | None, algorithm: str, body: bytes) -> dict[str, 
 def verify(
     key: bytes | None, accepted: list[str], headers: dict[str, str], body: bytes
 ) -> None:
-    """Raise :class:`SignatureError` unless ``headers`` sign ``body`` with ``key``."""
+    """Raise :class:`~connect_runtime.errors.RequestSignatureException` unless
+    ``headers`` sign ``body`` with ``key``."""
     lowered = {k.lower(): v for k, v in headers.items()}
     sig = lowered.get(AUTH_HEADER.lower())
     algorithm = lowered.get(ALGORITHM_HEADER.lower())
     if not sig or not algorithm:
-        raise SignatureError(400, "Internal request missing required signature headers "
-                                  f"{AUTH_HEADER} and {ALGORITHM_HEADER}")
+        raise RequestSignatureException(
+            400, f"Internal request missing required signature headers {AUTH_HEADER} and "
+                 f"{ALGORITHM_HEADER}")
     if algorithm not in accepted or algorithm not in _DIGESTS:
-        raise SignatureError(400, f"Internal request signature algorithm {algorithm!r} is not "
-                                  f"one of the accepted algorithms {accepted}")
+        raise RequestSignatureException(
+            400, f"Internal request signature algorithm {algorithm!r} is not one of the "
+                 f"accepted algorithms {accepted}")
     if key is None:
-        raise SignatureError(503, "This worker has no session key yet; internal requests "
-                                  "cannot be verified. Retry shortly.")
+        raise RequestSignatureException(
+            503, "This worker has no session key yet; internal requests cannot be verified. "
+                 "Retry shortly.")
     expected = signature(key, algorithm, body)
     if not hmac.compare_digest(expected.encode("ascii"), sig.encode("ascii", "replace")):
-        raise SignatureError(403, "Internal request signature does not match")
+        raise RequestSignatureException(403, "Internal request signature does not match")

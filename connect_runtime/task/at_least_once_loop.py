@@ -10,7 +10,7 @@ Connect's ``WorkerSourceTask``:
   broker has it, before its offset is written.
 * Source offsets are written separately, every ``offset.flush.interval.ms``, on
   pause and on graceful stop, and only for records the broker acknowledged
-  (:mod:`~connect_runtime.worker.submitted_records`). After a crash the task
+  (:mod:`~connect_runtime.task.submitted_records`). After a crash the task
   resumes from the last flushed offsets, so records produced since then are
   produced again: at least once, never lost.
 
@@ -68,17 +68,17 @@ from confluent_kafka import KafkaException
 
 from connect_runtime.api.task import SourceTask
 from connect_runtime.errors import ConnectError, translate_kafka_error
-from connect_runtime.storage.offsets import serialize_value
-from connect_runtime.worker.record_sender import RecordSender, mirror_tombstones_first
-from connect_runtime.worker.submitted_records import SubmittedRecords
-from connect_runtime.worker.task_loop import LoopSignals, Outcome
+from connect_runtime.storage.offsets.format import serialize_value
+from connect_runtime.task.exactly_once_loop import LoopSignals, Outcome
+from connect_runtime.task.record_sender import RecordSender
+from connect_runtime.task.submitted_records import SubmittedRecords
 
 if TYPE_CHECKING:
     from confluent_kafka import KafkaError, Producer
 
     from connect_runtime.api.record import SourceOffset, SourcePartition, SourceRecord
     from connect_runtime.converters import Converter
-    from connect_runtime.storage.offsets import GlobalOffsetMirror
+    from connect_runtime.storage.offsets.mirror import GlobalOffsetMirror
 
 log = logging.getLogger(__name__)
 
@@ -279,7 +279,8 @@ class AtLeastOnceTaskLoop:
             return True
         written = [(key, serialize_value(offset))
                    for key, (_, offset) in self._unflushed.items()]
-        if not mirror_tombstones_first(self.offset_mirror, written, deadline):  # step 3
+        mirror = self.offset_mirror
+        if mirror is not None and not mirror.write_tombstones_first(written, deadline):  # step 3
             log.warning("Task %s: offset tombstones were not written to the global offsets "
                         "topic within offset.flush.timeout.ms (%.1fs); not writing offsets, "
                         "will try again at the next flush interval",

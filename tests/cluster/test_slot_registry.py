@@ -1,7 +1,7 @@
 from __future__ import annotations
 
-from connect_runtime.worker.states import State
-from connect_runtime.worker.task_control import TaskSlotRegistry
+from connect_runtime.cluster.slot_registry import TaskSlotRegistry
+from connect_runtime.protocol.states import State
 
 
 def test_registry_reports_changes_answers_commands_and_ignores_stale_generations() -> None:

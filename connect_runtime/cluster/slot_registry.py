@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from connect_runtime.worker.states import State
+from connect_runtime.protocol.states import State
 
 CMD_RUN, CMD_PAUSE, CMD_STOP = "run", "pause", "stop"
 

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Type-checks connect_runtime as it is installed. rest/ and connectors/ are the
+# subpackages connect_runtime.rest and connect_runtime.connectors (setuptools'
+# package-dir), a mapping mypy cannot follow through the editable install, so
+# mypy reads a view of symlinks laid out like the installed package.
+set -euo pipefail
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+view="$repo/.venv/typecheck"
+rm -rf "$view"
+mkdir -p "$view/connect_runtime"
+for entry in "$repo"/connect_runtime/*; do
+  [ "$(basename "$entry")" = __pycache__ ] || ln -s "$entry" "$view/connect_runtime/"
+done
+ln -s "$repo/rest" "$view/connect_runtime/rest"
+ln -s "$repo/connectors" "$view/connect_runtime/connectors"
+cd "$view"
+exec "$repo/.venv/bin/mypy" --config-file "$repo/pyproject.toml" -p connect_runtime "$@"

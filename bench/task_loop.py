@@ -37,7 +37,8 @@ from connect_runtime.connectors.file import TASK_FILES, FileStreamSourceTask
 from connect_runtime.connectors.sequence import TASK_ID, TASK_PARTITIONS, SequenceSourceTask
 from connect_runtime.converters import load_converter
 from connect_runtime.task.boundaries import BoundaryPolicy
-from connect_runtime.task.exactly_once_loop import ExactlyOnceTaskLoop, LoopSignals, Outcome
+from connect_runtime.task.exactly_once_loop import ExactlyOnceTaskLoop
+from connect_runtime.task.loop import LoopDeps, LoopSignals, Outcome
 from connect_runtime.task.startup import TaskContext
 
 
@@ -96,12 +97,13 @@ def run_loop(bootstrap: str, connector: str, boundary: str, size: int, records: 
         producer.init_transactions(30)
         producer.list_topics(topic, timeout=30)
         loop = ExactlyOnceTaskLoop(
-            label="bench-0", connector="bench", task=task, producer=producer,
-            offsets_topic=offsets, forbidden_topics=frozenset({offsets}),
-            key_converter=load_converter("StringConverter", {}, True),
-            value_converter=load_converter("JsonConverter", {}, False),
+            LoopDeps(label="bench-0", connector="bench", task=task, producer=producer,
+                     offsets_topic=offsets, forbidden_topics=frozenset({offsets}),
+                     key_converter=load_converter("StringConverter", {}, True),
+                     value_converter=load_converter("JsonConverter", {}, False),
+                     signals=LoopSignals()),
             boundary=BoundaryPolicy(boundary, size if boundary == "interval" else 0, None),
-            signals=LoopSignals(), transaction_timeout_s=60)
+            transaction_timeout_s=60)
         _stop_after(loop, records)
         cpu0, t0 = os.times(), time.perf_counter()
         outcome = loop.run()

@@ -5,8 +5,6 @@ locks the set below. Everything under ``connect_runtime.*`` that is not
 re-exported here is internal and may change without notice.
 """
 
-from __future__ import annotations
-
 from connect_runtime.api.config_def import (
     NO_DEFAULT,
     CaseInsensitiveValidString,

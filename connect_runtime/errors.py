@@ -13,6 +13,7 @@
     ├── AlreadyExistsException       the connector already exists        (REST 409)
     ├── ConflictException            state changed under the request     (REST 409)
     ├── BadRequestException          the request itself is malformed     (REST 400)
+    │   └── InvalidHeartbeat         (protocol.heartbeat) a slot's report or answer is malformed
     ├── RequestSignatureException    an internal request's KIP-507 signature is missing,
     │                                forged or cannot be checked yet     (REST 400/403/503)
     ├── NotLeaderException           only the leader may do this; carries the leader URL
@@ -28,6 +29,11 @@
 Connector authors raise :class:`ConnectError` subclasses (or any exception) from
 their code; the framework turns an exception in a task into a FAILED status whose
 ``trace`` holds the formatted traceback.
+
+A plain ``ValueError``, ``TypeError`` or ``RuntimeError`` from the runtime means
+its own code broke an internal invariant (a bug), never that a user's input or
+connector was wrong: those raise the classes above, with a message naming the
+key, record or connector at fault.
 
 ``translate_kafka_error`` is the single place where ``confluent_kafka.KafkaException``
 becomes one of ours; callers re-raise ``from`` the original so no detail is lost.

@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import importlib
 import logging
+from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
+from typing import Any
 
 from connect_runtime.api.connector import SourceConnector
-from connect_runtime.cluster.herder_api import PluginInfo
 from connect_runtime.errors import ConfigException
 
 log = logging.getLogger(__name__)
@@ -96,6 +97,18 @@ def _require_source_connector(name: str, cls: type) -> type[SourceConnector]:
         raise ConfigException(f"Class {qualified_name(cls)} does not extend SourceConnector",
                               name=_KEY, value=name)
     return cls
+
+
+@dataclass(slots=True)
+class PluginInfo:
+    """One row of ``GET /connector-plugins``."""
+
+    class_name: str
+    type: str
+    version: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"class": self.class_name, "type": self.type, "version": self.version}
 
 
 def resolve_connector_class(name: str) -> type[SourceConnector]:

@@ -33,9 +33,8 @@ from connect_runtime.cluster.spark_runner import SparkTaskRunner
 from connect_runtime.config.worker_config import WorkerConfig
 from connect_runtime.kafka.clients import create_admin
 from connect_runtime.kafka.topics import InternalTopicSettings, ensure_internal_topics
-from connect_runtime.protocol.task_spec import TaskMode
 from connect_runtime.rest import create_app
-from connect_runtime.rest.routes.slots import task_control_router
+from connect_runtime.rest.routes.slots import slots_router
 from connect_runtime.storage.config_store import ConfigStore
 from connect_runtime.storage.offsets.store import OffsetStore
 from connect_runtime.storage.status_store import StatusStore
@@ -96,7 +95,7 @@ class Worker:
             self.herder.on_job_failed(connector, generation, trace)
 
     def start(self) -> DistributedHerder:
-        if TaskMode.for_support(self.config.eos_support) is not TaskMode.EXACTLY_ONCE:
+        if not self.config.eos_enabled:
             log.warning("exactly.once.source.support=%s: tasks run at-least-once (no "
                         "transactions, no zombie fencing); duplicates are possible",
                         self.config.eos_support)
@@ -174,7 +173,7 @@ def build_app(herder: DistributedHerder) -> Any:
         # RequestSignatureException answers 400, 403 or 503 (connect_runtime.rest.errors).
         herder.verify_internal_request(dict(request.headers), body)
 
-    return create_app(herder, extra_routers=[task_control_router(herder)],
+    return create_app(herder, extra_routers=[slots_router(herder)],
                       internal_request_verifier=verify)
 
 

@@ -31,16 +31,22 @@ import operator
 import threading
 from typing import IO, Any
 
-from connect_runtime import __version__
-from connect_runtime.api.config_def import ConfigDef, Importance, NonEmptyString, Range, Type
-from connect_runtime.api.connector import (
+from connect_runtime import (
+    ConfigDef,
+    ConfigException,
     ConnectorTransactionBoundaries,
+    DataException,
     ExactlyOnceSupport,
+    Importance,
+    InvalidOffsetException,
+    NonEmptyString,
+    Range,
     SourceConnector,
+    SourceRecord,
+    SourceTask,
+    Type,
+    __version__,
 )
-from connect_runtime.api.record import SourceRecord
-from connect_runtime.api.task import SourceTask
-from connect_runtime.errors import ConfigException, DataException, InvalidOffsetException
 
 log = logging.getLogger(__name__)
 

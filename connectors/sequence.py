@@ -30,16 +30,22 @@ import threading
 import time
 from typing import Any
 
-from connect_runtime import __version__
-from connect_runtime.api.config_def import ConfigDef, Importance, NonEmptyString, Range, Type
-from connect_runtime.api.connector import (
+from connect_runtime import (
+    ConfigDef,
+    ConfigException,
     ConnectorTransactionBoundaries,
     ExactlyOnceSupport,
+    Importance,
+    InvalidOffsetException,
+    NonEmptyString,
+    Range,
     SourceConnector,
+    SourceRecord,
+    SourceTask,
+    TransactionContext,
+    Type,
+    __version__,
 )
-from connect_runtime.api.record import SourceRecord
-from connect_runtime.api.task import SourceTask, TransactionContext
-from connect_runtime.errors import ConfigException, InvalidOffsetException
 
 TOPIC = "topic"
 PARTITIONS = "partitions"

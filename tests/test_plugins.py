@@ -11,11 +11,11 @@ import pytest
 import connect_runtime
 from connect_runtime import plugins
 from connect_runtime.api.task import SourceTask
-from connect_runtime.cluster.herder_api import PluginInfo
 from connect_runtime.connectors.sequence import SequenceSourceConnector
 from connect_runtime.errors import ConfigException
 from connect_runtime.plugins import (
     ENTRY_POINT_GROUP,
+    PluginInfo,
     list_connector_plugins,
     resolve_connector_class,
 )

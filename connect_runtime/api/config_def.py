@@ -110,10 +110,12 @@ class Range:
 
     @classmethod
     def at_least(cls, min: float) -> Range:
+        """Values ``>= min``, no upper bound."""
         return cls(min, None)
 
     @classmethod
     def between(cls, min: float, max: float) -> Range:
+        """Values with ``min <= value <= max`` (both ends included)."""
         return cls(min, max)
 
     def __call__(self, name: str, value: Any) -> None:
@@ -141,6 +143,7 @@ class ValidString:
 
     @classmethod
     def in_(cls, *valid: str) -> ValidString:
+        """Exactly one of ``valid`` (case-sensitive)."""
         return cls(tuple(valid))
 
     def __call__(self, name: str, value: Any) -> None:
@@ -160,6 +163,7 @@ class CaseInsensitiveValidString:
 
     @classmethod
     def in_(cls, *valid: str) -> CaseInsensitiveValidString:
+        """One of ``valid``, compared case-insensitively."""
         return cls(tuple(valid))
 
     def __call__(self, name: str, value: Any) -> None:
@@ -346,6 +350,7 @@ class ConfigKey:
     dependents: tuple[str, ...] = ()
 
     def has_default(self) -> bool:
+        """False when the key was defined with ``NO_DEFAULT``: it is then required."""
         return self.default is not NO_DEFAULT
 
     def to_info_dict(self) -> dict[str, Any]:
@@ -381,6 +386,7 @@ class ConfigValue:
     visible: bool = True
 
     def add_error_message(self, message: str) -> None:
+        """Record a problem with this value; validation reports it under the key's name."""
         self.errors.append(message)
 
     def to_dict(self, value_type: Type | None = None) -> dict[str, Any]:
@@ -440,6 +446,7 @@ class ConfigDef:
         return self
 
     def names(self) -> list[str]:
+        """Key names in the order they were defined."""
         return list(self.config_keys)
 
     def groups(self) -> list[str]:

@@ -54,7 +54,9 @@ class ConnectorContext(Protocol):
         ...
 
     @property
-    def offset_storage_reader(self) -> OffsetStorageReader: ...
+    def offset_storage_reader(self) -> OffsetStorageReader:
+        """Committed source offsets of this connector's tasks (KIP-618's combined view)."""
+        ...
 
 
 class SourceConnector(ABC):
@@ -72,6 +74,7 @@ class SourceConnector(ABC):
         self.context = context
 
     def version(self) -> str:
+        """The connector's version, shown by ``GET /connector-plugins``."""
         return "unknown"
 
     @abstractmethod

@@ -68,9 +68,13 @@ class TransactionContext(Protocol):
       :class:`~connect_runtime.errors.ConnectError`.
     """
 
-    def commit_transaction(self, record: SourceRecord | None = None) -> None: ...
+    def commit_transaction(self, record: SourceRecord | None = None) -> None:
+        """Commit after the next batch, or right after ``record`` (see above)."""
+        ...
 
-    def abort_transaction(self, record: SourceRecord | None = None) -> None: ...
+    def abort_transaction(self, record: SourceRecord | None = None) -> None:
+        """Abort after the next batch, or right after ``record`` (see above)."""
+        ...
 
 
 class SourceTaskContext(Protocol):
@@ -82,7 +86,9 @@ class SourceTaskContext(Protocol):
         ...
 
     @property
-    def offset_storage_reader(self) -> OffsetStorageReader: ...
+    def offset_storage_reader(self) -> OffsetStorageReader:
+        """Committed source offsets, to resume from in ``start``."""
+        ...
 
     def transaction_context(self) -> TransactionContext | None:
         """The transaction context, or None unless ``transaction.boundary=connector``
@@ -104,6 +110,7 @@ class SourceTask(ABC):
         self.context = context
 
     def version(self) -> str:
+        """The task's version; by convention the same as its connector's."""
         return "unknown"
 
     @abstractmethod

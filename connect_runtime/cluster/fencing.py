@@ -1,5 +1,8 @@
 """Fencing out a previous generation of task producers (KIP-618 "Zombie Fencing").
 
+:class:`ZombieFencer` is the leader's procedure; :func:`fence_producers` the
+act of fencing on the wire.
+
 confluent-kafka has no ``Admin.fenceProducers``; a throwaway transactional
 producer per ``transactional.id`` calling ``init_transactions()`` does the same
 on the wire (FindCoordinator + InitProducerId), which bumps the producer epoch
@@ -10,11 +13,18 @@ equivalent ("Throwaway fencing-only producers").
 from __future__ import annotations
 
 import logging
+import threading
 import traceback
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, Protocol
 
-from connect_runtime.errors import ConnectError, translate_kafka_error
+from connect_runtime.errors import (
+    ConflictException,
+    ConnectError,
+    NotFoundException,
+    translate_kafka_error,
+)
 from connect_runtime.kafka.clients import create_producer
 
 log = logging.getLogger(__name__)
@@ -66,3 +76,72 @@ def fence_producers(base_config: dict[str, Any], ids: list[str], timeout_s: floa
             "brokers' transaction coordinators are reachable and that the connector's "
             "principal may Write and Describe these TransactionalIds:\n" + "\n".join(failures))
     log.info("fenced %d producer(s): %s", len(ids), ", ".join(ids))
+
+
+class FencingView(Protocol):
+    """What fencing reads of the config topic (a ``ClusterConfigState`` has it)."""
+
+    def contains(self, name: str) -> bool: ...
+
+    def pending_fencing(self, name: str) -> bool: ...
+
+    def config_generation(self, name: str) -> int: ...
+
+    def task_count_record(self, name: str) -> int | None: ...
+
+    def task_count(self, name: str) -> int: ...
+
+
+class ZombieFencer:
+    """KIP-618 "Zombie fencing by the leader", steps 3-9, for one connector at a time.
+
+    ``read_config`` reads the config topic to its end and returns the view;
+    ``fence`` fences a list of transactional ids (all or raise); and
+    ``write_task_count(connector, count)`` writes the task-count record. The
+    caller checks leadership; this class decides what to fence and in which order.
+    """
+
+    def __init__(self, group_id: str, read_config: Callable[[], FencingView],
+                 fence: Callable[[list[str]], None],
+                 write_task_count: Callable[[str, int], None]) -> None:
+        self._group_id = group_id
+        self._read_config = read_config
+        self._fence = fence
+        self._write_task_count = write_task_count
+        self._locks: dict[str, threading.Lock] = {}
+        self._locks_guard = threading.Lock()
+
+    def fence(self, connector: str) -> None:
+        """Fence the producers of ``connector``'s previous task generation, then
+        record its new task count, so its tasks may start (exactly-once).
+
+        Does nothing when no fencing is pending (no task configs were committed
+        since the last record). Raises :class:`NotFoundException` for an unknown
+        connector, :class:`ConflictException` if new task configs are committed
+        meanwhile (their tasks ask again), and whatever ``fence`` raises; in
+        every such case no record is written. Requests for one connector run one
+        at a time, so a repeated request finds the work done.
+        """
+        with self._lock(connector):
+            view = self._read_config()
+            if not view.contains(connector):
+                raise NotFoundException(f"Connector {connector} not found")
+            if not view.pending_fencing(connector):
+                return
+            generation = view.config_generation(connector)
+            previous, new = view.task_count_record(connector), view.task_count(connector)
+            if task_count_needs_fencing(previous, new):
+                assert previous is not None
+                # The previous generation's ids: those are the producers that may
+                # still be alive and hold partitions the new tasks take over.
+                self._fence(transactional_ids(self._group_id, connector, previous))
+            # The record must not vouch for a generation we did not fence for.
+            if self._read_config().config_generation(connector) != generation:
+                raise ConflictException(
+                    f"New task configs for {connector} were written during zombie fencing; "
+                    "the tasks will retry with the new generation")
+            self._write_task_count(connector, new)
+
+    def _lock(self, connector: str) -> threading.Lock:
+        with self._locks_guard:
+            return self._locks.setdefault(connector, threading.Lock())

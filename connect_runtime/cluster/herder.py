@@ -7,16 +7,18 @@ configs, submits and stops Spark jobs). The config store's listener wakes that
 thread, so a write reaches the running state the same way whoever made it.
 
 Status is written to the status topic: connector states by this class, task
-states as the slots report them through :class:`TaskSlotRegistry`.
+states as the slots report them through :class:`SlotRegistry`.
+
+Three parts are delegated: :class:`SessionKeys` (the KIP-507 key: rotation and
+request verification), :class:`TaskSpecBuilder` (what a Spark job runs each
+task from) and :class:`ZombieFencer` (KIP-618 zombie fencing on a task's request).
 """
 
 from __future__ import annotations
 
-import base64
 import logging
 import threading
 import time
-from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
@@ -34,8 +36,10 @@ from connect_runtime.cluster.herder_api import (
     TaskInfo,
     TaskStateInfo,
 )
-from connect_runtime.cluster.slot_registry import TaskSlotRegistry
+from connect_runtime.cluster.session_keys import SessionKeys
+from connect_runtime.cluster.slot_registry import SlotRegistry
 from connect_runtime.cluster.spark_runner import SparkTaskRunner
+from connect_runtime.cluster.task_specs import TaskSpecBuilder
 from connect_runtime.config.connector_config import CONNECTOR_CONFIG_DEF, ConnectorConfig
 from connect_runtime.config.validation import (
     ConfigInfos,
@@ -51,12 +55,9 @@ from connect_runtime.errors import (
     NotFoundException,
     NotLeaderException,
     ProducerFencedError,
-    RequestSignatureException,
 )
 from connect_runtime.plugins import list_connector_plugins, resolve_connector_class
-from connect_runtime.protocol import signing
 from connect_runtime.protocol.states import State, TargetState
-from connect_runtime.protocol.task_spec import TaskSpec
 from connect_runtime.storage.config_store import ClusterConfigState, ConfigStore
 from connect_runtime.storage.offsets.reader import TaskOffsetStorageReader
 from connect_runtime.storage.offsets.store import OffsetStore
@@ -65,9 +66,6 @@ from connect_runtime.storage.status_store import StatusStore
 log = logging.getLogger(__name__)
 
 READ_TIMEOUT_S = 60.0
-# How long a rotated-out session key is still accepted (slots learn the new key
-# from their next heartbeat answer, within a second).
-PREVIOUS_KEY_GRACE_S = 300.0
 RECONCILE_PERIOD_S = 1.0
 _INITIAL_STATES = {
     None: TargetState.STARTED, "RUNNING": TargetState.STARTED,
@@ -89,13 +87,12 @@ class DistributedHerder:
         self.kafka_cluster_id = kafka_cluster_id
         self.worker_id = config.worker_id
         self.worker_url = config.advertised_url()
-        self.registry = TaskSlotRegistry(self._on_task_state)
+        self.registry = SlotRegistry(self._on_task_state)
         self._hosted: dict[str, HostedConnector] = {}
         self._running_generation: dict[str, int] = {}
         self._failed_jobs: set[str] = set()
         self._restart_connector: set[str] = set()
         self._write_lock = threading.Lock()
-        self._fence_locks: defaultdict[str, threading.Lock] = defaultdict(threading.Lock)
         self._wake = threading.Event()
         self._stopping = threading.Event()
         self._stop_lock = threading.Lock()
@@ -103,9 +100,15 @@ class DistributedHerder:
         # Leadership: set by GroupMembership callbacks (become_leader / step_down).
         self._leader = False
         self._leadership_lock = threading.Lock()
-        self._last_key: bytes | None = None
-        self._recent_keys: dict[bytes, float] = {}  # rotated-out key -> accepted until
-        self._key_lock = threading.Lock()
+        self._keys = SessionKeys.for_worker(config, lambda: config_store.snapshot().session_key)
+        self._specs = TaskSpecBuilder(config, self.worker_url, self.worker_id)
+        self._fencer = fencing.ZombieFencer(
+            config.group_id, read_config=lambda: self._snapshot(refresh=True),
+            fence=lambda ids: fencing.fence_producers(
+                {**config.client_config("producer"), "enable.idempotence": True}, ids),
+            write_task_count=lambda name, count: self._write(
+                f"write the task-count record of {name}",
+                lambda: self.config_store.put_task_count_record(name, count)))
         self.is_member_leader: Callable[[], bool] = lambda: self._leader
         self._thread = threading.Thread(target=self._reconcile_loop, name="herder", daemon=True)
         self.started = threading.Event()
@@ -218,63 +221,22 @@ class DistributedHerder:
     def _ensure_session_key(self) -> None:
         if not self._leader:
             return
-        snap = self.config_store.snapshot()
-        ttl_ms = int(self.config["inter.worker.key.ttl.ms"])
-        key = snap.session_key
-        if key is not None and (ttl_ms == 0 or time.time() * 1000 - key.creation_ms < ttl_ms):
-            return
-        algorithm = str(self.config["inter.worker.key.generation.algorithm"])
-        raw = signing.generate_key(algorithm, self.config.get("inter.worker.key.size"))
-        self._write("rotate the session key", lambda: self.config_store.put_session_key(
-            raw, algorithm, int(time.time() * 1000)))
-
-    def session_key(self) -> tuple[bytes, str] | None:
-        key = self.config_store.snapshot().session_key
-        if key is None:
-            return None
-        self.note_session_key(key.key)
-        return key.key, key.algorithm
+        key = self._keys.next_key()
+        if key is not None:
+            self._write("rotate the session key", lambda: self.config_store.put_session_key(
+                key.key, key.algorithm, key.creation_ms))
 
     def note_session_key(self, current: bytes | None = None) -> None:
-        """Remember rotated-out keys for a grace period (called on every key record).
-
-        Long-running task slots signing with an old key are then not locked out
-        before they learn the new one.
-        """
-        if current is None:
-            snap_key = self.config_store.snapshot().session_key
-            if snap_key is None:
-                return
-            current = snap_key.key
-        with self._key_lock:
-            if self._last_key is not None and self._last_key != current:
-                self._recent_keys[self._last_key] = time.monotonic() + PREVIOUS_KEY_GRACE_S
-            self._last_key = current
-            now = time.monotonic()
-            self._recent_keys = {k: t for k, t in self._recent_keys.items() if t > now}
+        """Called on every key record: see :meth:`SessionKeys.note`."""
+        self._keys.note(current)
 
     def session_key_b64(self) -> str | None:
-        key = self.session_key()
-        return base64.b64encode(key[0]).decode("ascii") if key else None
+        """The current key, base64, as heartbeat answers hand it to slots."""
+        return self._keys.current_b64()
 
     def verify_internal_request(self, headers: dict[str, str], body: bytes) -> None:
         """KIP-507 check for internal routes; raises RequestSignatureException."""
-        key = self.session_key()
-        accepted = list(self.config["inter.worker.verification.algorithms"])
-        try:
-            signing.verify(key[0] if key else None, accepted, headers, body)
-        except RequestSignatureException as e:
-            if e.status != 403:
-                raise
-            with self._key_lock:
-                recent = [k for k, t in self._recent_keys.items() if t > time.monotonic()]
-            for old in recent:
-                try:
-                    signing.verify(old, accepted, headers, body)
-                    return
-                except RequestSignatureException:
-                    continue
-            raise
+        self._keys.verify(headers, body)
 
     # ------------------------------------------------------------ reading
 
@@ -472,27 +434,9 @@ class DistributedHerder:
     # -------------------------------------------------------- zombie fencing
 
     def fence_zombies(self, name: str) -> None:
-        """KIP-618 "Zombie fencing by the leader", steps 3-9."""
+        """KIP-618 "Zombie fencing by the leader", steps 3-9: see :class:`ZombieFencer`."""
         self._require_leader(f"fence zombie tasks of {name}")
-        with self._fence_locks[name]:
-            snap = self._snapshot(refresh=True)
-            self._require(snap, name)
-            if not snap.pending_fencing(name):
-                return
-            generation = snap.config_generation(name)
-            previous, new = snap.task_count_record(name), snap.task_count(name)
-            if fencing.task_count_needs_fencing(previous, new):
-                assert previous is not None
-                base = {**self.config.client_config("producer"), "enable.idempotence": True}
-                ids = fencing.transactional_ids(self.config.group_id, name, previous)
-                fencing.fence_producers(base, ids)
-            snap = self._snapshot(refresh=True)
-            if snap.config_generation(name) != generation:
-                raise ConflictException(
-                    f"New task configs for {name} were written during zombie fencing; "
-                    "the tasks will retry with the new generation")
-            self._write(f"write the task-count record of {name}",
-                        lambda: self.config_store.put_task_count_record(name, new))
+        self._fencer.fence(name)
 
     # ------------------------------------------------------ reconciliation
 
@@ -568,7 +512,7 @@ class DistributedHerder:
             connector=name, bootstrap_servers=self.config.bootstrap_servers,
             global_topic=self.config["offset.storage.topic"],
             connector_topic=own if own != self.config["offset.storage.topic"] else None,
-            consumer_overrides=self._overrides("consumer"))
+            consumer_overrides=self._specs.client_overrides("consumer"))
 
     def _ensure_tasks(self, name: str, snap: ClusterConfigState, paused: bool) -> None:
         generation = snap.config_generation(name)
@@ -582,7 +526,9 @@ class DistributedHerder:
         configs = snap.task_configs(name)
         if not configs:
             return
-        specs = [self._spec(name, i, generation, cfg, snap) for i, cfg in enumerate(configs)]
+        connector_config = snap.connector_config(name) or {}
+        specs = [self._specs.build(name, i, generation, cfg, connector_config, snap.session_key)
+                 for i, cfg in enumerate(configs)]
         for i in range(len(specs)):
             self.status_store.put_task(name, i, State.UNASSIGNED.value, self.worker_id,
                                        generation=generation)
@@ -675,37 +621,3 @@ class DistributedHerder:
                     f"The Spark job hosting the tasks of {connector} failed:\n{trace}",
                     generation=generation)
         self.registry.close(connector)
-
-    # ------------------------------------------------------------- helpers
-
-    def _overrides(self, prefix: str) -> dict[str, str]:
-        conf = self.config.client_config(prefix)
-        conf.pop("bootstrap.servers", None)
-        return conf
-
-    def _spec(self, name: str, task: int, generation: int, task_config: dict[str, str],
-              snap: ClusterConfigState) -> TaskSpec:
-        config = self.config
-        key = snap.session_key
-        converters = {k: v for k, v in config.originals.items()
-                      if k.startswith(("key.converter", "value.converter"))}
-        return TaskSpec(
-            connector=name, task=task, generation=generation, task_config=dict(task_config),
-            connector_config=dict(snap.connector_config(name) or {}),
-            bootstrap_servers=config.bootstrap_servers, group_id=config.group_id,
-            config_topic=config["config.storage.topic"],
-            status_topic=config["status.storage.topic"],
-            global_offsets_topic=config["offset.storage.topic"],
-            worker_url=self.worker_url, worker_id=self.worker_id,
-            eos_support=config.eos_support,
-            offset_flush_interval_ms=int(config["offset.flush.interval.ms"]),
-            offset_flush_timeout_ms=int(config["offset.flush.timeout.ms"]),
-            producer_overrides=self._overrides("producer"),
-            consumer_overrides=self._overrides("consumer"),
-            admin_overrides=self._overrides("admin"),
-            worker_converters=converters,
-            offsets_topic_partitions=int(config["offset.storage.partitions"]),
-            offsets_topic_replication_factor=int(config["offset.storage.replication.factor"]),
-            session_key=base64.b64encode(key.key).decode("ascii") if key else None,
-            session_key_algorithm=str(config["inter.worker.signature.algorithm"]),
-        )

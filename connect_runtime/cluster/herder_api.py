@@ -25,6 +25,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+# Plugins describe themselves; the herder API passes the description on (re-exported).
+from connect_runtime.plugins import PluginInfo as PluginInfo
+
 
 @dataclass(frozen=True, slots=True)
 class ConnectorTaskId:
@@ -106,16 +109,6 @@ class TaskInfo:
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id.to_dict(), "config": dict(self.config)}
-
-
-@dataclass(slots=True)
-class PluginInfo:
-    class_name: str
-    type: str
-    version: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"class": self.class_name, "type": self.type, "version": self.version}
 
 
 @dataclass(slots=True)

@@ -1,6 +1,6 @@
 """Driver-side view of the task slots running on Spark executors.
 
-Slots heartbeat to ``POST /internal/tasks/{connector}/{task}/heartbeat``; the
+Slots heartbeat to the worker (:mod:`connect_runtime.protocol.heartbeat`); the
 registry records what they report, tells the herder about state changes (which
 it writes to the status topic), and answers with what the slot should do.
 
@@ -17,9 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from connect_runtime.protocol.heartbeat import Command, SlotAnswer, SlotReport
 from connect_runtime.protocol.states import State
-
-CMD_RUN, CMD_PAUSE, CMD_STOP = "run", "pause", "stop"
 
 StateListener = Callable[[str, int, State, "str | None"], None]
 
@@ -49,12 +48,18 @@ class SlotView:
         }
 
 
-class TaskSlotRegistry:
+class SlotRegistry:
+    """The slots of the connectors this worker hosts, keyed by (connector, task).
+
+    Thread-safe: REST heartbeats, the herder's reconcile thread and status reads
+    call it concurrently. ``on_state_change`` is called outside the lock.
+    """
+
     def __init__(self, on_state_change: StateListener) -> None:
         self._on_state_change = on_state_change
         self._lock = threading.Lock()
         self._generation: dict[str, int] = {}
-        self._command: dict[str, str] = {}
+        self._command: dict[str, Command] = {}
         self._slots: dict[tuple[str, int], SlotView] = {}
 
     def open(self, connector: str, generation: int, task_count: int, paused: bool) -> None:
@@ -62,14 +67,14 @@ class TaskSlotRegistry:
         with self._lock:
             self._drop(connector)
             self._generation[connector] = generation
-            self._command[connector] = CMD_PAUSE if paused else CMD_RUN
+            self._command[connector] = Command.PAUSE if paused else Command.RUN
             for task in range(task_count):
                 self._slots[(connector, task)] = SlotView(connector, task, generation)
 
     def set_paused(self, connector: str, paused: bool) -> None:
         with self._lock:
             if connector in self._command:
-                self._command[connector] = CMD_PAUSE if paused else CMD_RUN
+                self._command[connector] = Command.PAUSE if paused else Command.RUN
 
     def close(self, connector: str) -> None:
         """Ask every slot of ``connector`` to stop; later heartbeats are answered "stop"."""
@@ -103,30 +108,27 @@ class TaskSlotRegistry:
         with self._lock:
             return [SlotView(**s.__dict__) for s in self._slots.values()]
 
-    def heartbeat(self, connector: str, task: int, report: dict[str, Any]) -> dict[str, Any]:
-        """Record a slot's report and answer with its command."""
+    def heartbeat(self, connector: str, task: int, report: SlotReport) -> SlotAnswer:
+        """Record a slot's report and answer with its command (no session key:
+        the route adds it)."""
         changed: tuple[State, str | None] | None = None
         with self._lock:
             slot = self._slots.get((connector, task))
-            generation = report.get("generation")
-            if slot is None or generation != slot.generation:
-                return {"command": CMD_STOP, "restart_seq": 0}
+            if slot is None or report.generation != slot.generation:
+                return SlotAnswer.stop()
             slot.last_seen = time.monotonic()
-            slot.pid = report.get("pid")
-            slot.host = report.get("host")
-            slot.attempt = int(report.get("attempt") or 0)
-            state = State(report.get("state", State.UNASSIGNED.value))
-            trace = report.get("trace")
-            slot.fenced = bool(report.get("fenced"))
-            seen = report.get("restart_seq")
+            slot.pid, slot.host, slot.attempt = report.pid, report.host, report.attempt
+            state, trace = report.state, report.trace
+            slot.fenced = report.fenced
+            seen = report.restart_seq
             # A report sent before the slot heard of a restart describes the instance
             # being restarted (typically its FAILED state): it must not overwrite
             # the RESTARTING the herder just recorded.
-            stale = isinstance(seen, int) and seen < slot.restart_seq
+            stale = seen is not None and seen < slot.restart_seq
             if not stale and (state, trace) != (slot.state, slot.trace):
                 slot.state, slot.trace = state, trace
                 changed = (state, trace)
-            answer = {"command": self._command[connector], "restart_seq": slot.restart_seq}
+            answer = SlotAnswer(self._command[connector], slot.restart_seq)
         if changed is not None:
             self._on_state_change(connector, task, changed[0], changed[1])
         return answer

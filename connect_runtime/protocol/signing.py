@@ -27,10 +27,6 @@ _DIGESTS = {
 }
 
 
-def supported(algorithm: str) -> bool:
-    return algorithm in _DIGESTS
-
-
 def generate_key(algorithm: str, size_bits: int | None = None) -> bytes:
     """A fresh random key; the default size is the digest's block size, as Java's KeyGenerator."""
     if algorithm not in _DIGESTS:

@@ -157,10 +157,6 @@ class ClusterConfigState:
         """The committed task configs, index = task id."""
         return [dict(c) for c in self._task_configs.get(name, ())]
 
-    def task_config(self, name: str, task: int) -> Config | None:
-        configs = self._task_configs.get(name, ())
-        return dict(configs[task]) if 0 <= task < len(configs) else None
-
     def task_count(self, name: str) -> int:
         return len(self._task_configs.get(name, ()))
 

@@ -60,32 +60,28 @@ from __future__ import annotations
 import functools
 import logging
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 from confluent_kafka import KafkaException
 
-from connect_runtime.api.task import SourceTask
 from connect_runtime.errors import ConnectError, translate_kafka_error
+from connect_runtime.protocol.task_spec import TaskMode
 from connect_runtime.storage.offsets.format import serialize_value
-from connect_runtime.task.exactly_once_loop import LoopSignals, Outcome
-from connect_runtime.task.record_sender import RecordSender
+from connect_runtime.task.loop import LoopDeps, Outcome, TaskLoop
 from connect_runtime.task.submitted_records import SubmittedRecords
 
 if TYPE_CHECKING:
-    from confluent_kafka import KafkaError, Producer
+    from confluent_kafka import KafkaError
 
     from connect_runtime.api.record import SourceOffset, SourcePartition, SourceRecord
-    from connect_runtime.converters import Converter
-    from connect_runtime.storage.offsets.mirror import GlobalOffsetMirror
+    from connect_runtime.task.startup import StartedTask
 
 log = logging.getLogger(__name__)
 
-# How long one wait for acks or for a resume blocks before the flags are checked
-# again; short enough that stop and pause feel immediate.
+# How long one wait for acks blocks before the flags are checked again; short
+# enough that stop and pause feel immediate.
 _ACK_WAIT_S = 0.1
-_PAUSED_WAIT_S = 0.5
 
 
 @dataclass
@@ -99,51 +95,25 @@ class OffsetFlushStats:
     offsets_written: int = 0  # offset records acknowledged by the broker
 
 
-class AtLeastOnceTaskLoop:
+class AtLeastOnceTaskLoop(TaskLoop):
     """Drives a started :class:`SourceTask` until stopped or failed (see the module doc).
 
     The caller owns startup (a non-transactional producer, offsets, ``task.start``)
-    and cleanup; this class owns steps 1-7. ``run`` returns ``Outcome.STOPPED``
-    after a graceful stop and raises on failure; it never returns ``FENCED``
-    (there is no transactional id to fence).
+    and cleanup; this class owns steps 1-7, in the hooks of
+    :class:`~connect_runtime.task.loop.TaskLoop`'s skeleton. ``run`` returns
+    ``Outcome.STOPPED`` after a graceful stop and raises on failure; it never
+    returns ``FENCED`` (there is no transactional id to fence).
     """
 
-    def __init__(
-        self,
-        *,
-        label: str,
-        connector: str,
-        task: SourceTask,
-        producer: Producer,
-        offsets_topic: str,
-        forbidden_topics: frozenset[str],
-        key_converter: Converter,
-        value_converter: Converter,
-        signals: LoopSignals,
-        offset_flush_interval_s: float,
-        offset_flush_timeout_s: float,
-        offset_mirror: GlobalOffsetMirror | None = None,
-        on_paused: Callable[[bool], None] | None = None,
-        create_topic: Callable[[str], None] | None = None,
-    ) -> None:
-        self.label = label
-        self.connector = connector
-        self.task = task
-        self.producer = producer
-        self.offsets_topic = offsets_topic
-        self.signals = signals
+    mode = TaskMode.AT_LEAST_ONCE
+
+    def __init__(self, deps: LoopDeps, *, offset_flush_interval_s: float,
+                 offset_flush_timeout_s: float) -> None:
+        super().__init__(deps)
         self.offset_flush_interval_s = offset_flush_interval_s
         self.offset_flush_timeout_s = offset_flush_timeout_s
-        self.offset_mirror = offset_mirror
-        self.on_paused = on_paused
         self.stats = OffsetFlushStats()
-        # Overriding commit_record is what makes per-record metadata worth its cost.
-        self._wants_metadata = type(task).commit_record is not SourceTask.commit_record
-        self._submitted = SubmittedRecords(connector, keep_metadata=self._wants_metadata)
-        self._sender = RecordSender(
-            label=label, producer=producer, forbidden_topics=forbidden_topics,
-            key_converter=key_converter, value_converter=value_converter,
-            create_topic=create_topic)
+        self._submitted = SubmittedRecords(self.connector, keep_metadata=self._wants_metadata)
         # Committable offsets not yet written (a flush timed out or failed, or not due).
         self._unflushed: dict[bytes, tuple[SourcePartition, SourceOffset | None]] = {}
         self._next_flush = time.monotonic() + offset_flush_interval_s
@@ -151,6 +121,11 @@ class AtLeastOnceTaskLoop:
         self._offset_acks_pending = 0
         self._offset_error: KafkaError | None = None
         self._failing = False
+
+    @classmethod
+    def for_started(cls, deps: LoopDeps, started: StartedTask) -> Self:
+        return cls(deps, offset_flush_interval_s=started.offset_flush_interval_s,
+                   offset_flush_timeout_s=started.offset_flush_timeout_s)
 
     # ------------------------------------------------------------------ loop
 
@@ -160,38 +135,31 @@ class AtLeastOnceTaskLoop:
         Returns STOPPED after the final flush; raises the error that failed the task.
         """
         self._next_flush = time.monotonic() + self.offset_flush_interval_s
-        try:
-            while not self.signals.stop:
-                if self.signals.paused:
-                    self._pause()
-                    continue
-                batch = self.task.poll()
-                if batch:
-                    self._send_batch(batch)
-                self._serve_deliveries(0)
-                if time.monotonic() >= self._next_flush:
-                    self._flush()
-            self._await_then_flush("stop")
-            return Outcome.STOPPED
-        except Exception:
-            self._flush_after_failure()
-            raise
+        return super().run()
 
-    def _pause(self) -> None:
-        """Flush what was polled, then idle until resumed or stopped, still serving
-        acks and flushing at the interval (Connect's offset committer runs while
-        a task is paused)."""
+    def _after_poll(self, size: int) -> None:
+        self._serve_then_flush_when_due()
+
+    def _final_commit(self) -> None:
+        self._await_then_flush("stop")
+
+    def _on_failure(self, error: BaseException) -> Outcome | None:
+        if isinstance(error, Exception):  # not on KeyboardInterrupt and the like
+            self._flush_after_failure()
+        return None
+
+    def _before_pause(self) -> None:
+        """Flush what was polled before ``on_paused(True)``."""
         self._await_then_flush("pause")
-        if self.on_paused:
-            self.on_paused(True)
-        while self.signals.paused and not self.signals.stop:
-            self.signals.wakeup.wait(_PAUSED_WAIT_S)
-            self.signals.wakeup.clear()
-            self._serve_deliveries(0)
-            if time.monotonic() >= self._next_flush:
-                self._flush()
-        if self.on_paused and not self.signals.stop:
-            self.on_paused(False)
+
+    def _while_paused(self) -> None:
+        # Connect's offset committer runs while a task is paused.
+        self._serve_then_flush_when_due()
+
+    def _serve_then_flush_when_due(self) -> None:
+        self._serve_deliveries(0)
+        if time.monotonic() >= self._next_flush:
+            self._flush()
 
     # --------------------------------------------------------------- sending
 

@@ -31,34 +31,29 @@ from __future__ import annotations
 
 import logging
 import operator
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from enum import Enum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
-from connect_runtime.api.task import SourceTask
 from connect_runtime.errors import (
     ConnectError,
     KafkaClientError,
     ProducerFencedError,
     translate_kafka_error,
 )
+from connect_runtime.protocol.task_spec import TaskMode
 from connect_runtime.storage.offsets.format import (
     serialize_key,
     serialize_value,
     validate_partition_or_offset,
 )
 from connect_runtime.task.boundaries import BoundaryPolicy, Decision
-from connect_runtime.task.record_sender import RecordSender
+from connect_runtime.task.loop import LoopDeps, Outcome, TaskLoop
 
 if TYPE_CHECKING:
-    from confluent_kafka import Producer
-
     from connect_runtime.api.record import RecordMetadata, SourceRecord
-    from connect_runtime.converters import Converter
-    from connect_runtime.storage.offsets.mirror import GlobalOffsetMirror
+    from connect_runtime.task.startup import StartedTask
 
 log = logging.getLogger(__name__)
 _source_partition = operator.attrgetter("source_partition")
@@ -74,33 +69,6 @@ def _as_fenced(error: BaseException) -> ProducerFencedError | None:
         if isinstance(translated, ProducerFencedError):
             return translated
     return None
-
-
-class Outcome(Enum):
-    STOPPED = "STOPPED"  # stop requested; final commit done
-    FAILED = "FAILED"  # an error; the open transaction was aborted
-    FENCED = "FENCED"  # a newer producer owns the transactional.id
-
-
-class LoopSignals:
-    """Flags another thread (the slot's control thread) sets; the loop reads them.
-
-    Reading a bool attribute is the cheapest cross-thread check Python offers;
-    the loop looks at ``stop`` once per batch.
-    """
-
-    def __init__(self) -> None:
-        self.stop = False
-        self.paused = False
-        self.wakeup = threading.Event()
-
-    def request_stop(self) -> None:
-        self.stop = True
-        self.wakeup.set()
-
-    def set_paused(self, paused: bool) -> None:
-        self.paused = paused
-        self.wakeup.set()
 
 
 @dataclass
@@ -128,48 +96,24 @@ class TransactionStats:
         return self.records / self.committed if self.committed else 0.0
 
 
-class ExactlyOnceTaskLoop:
+class ExactlyOnceTaskLoop(TaskLoop):
     """Drives a started :class:`SourceTask` until stopped, failed or fenced.
 
     The caller owns startup (fencing, producer ``init_transactions``, offsets,
-    ``task.start``) and cleanup; this class owns steps 1-6 above.
+    ``task.start``) and cleanup; this class owns steps 1-6 above, in the hooks of
+    :class:`~connect_runtime.task.loop.TaskLoop`'s skeleton. ``run`` never raises
+    for a fenced producer (it returns FENCED) and re-raises every other error
+    after aborting the open transaction.
     """
 
-    def __init__(
-        self,
-        *,
-        label: str,
-        connector: str,
-        task: SourceTask,
-        producer: Producer,
-        offsets_topic: str,
-        forbidden_topics: frozenset[str],
-        key_converter: Converter,
-        value_converter: Converter,
-        boundary: BoundaryPolicy,
-        signals: LoopSignals,
-        transaction_timeout_s: float,
-        offset_mirror: GlobalOffsetMirror | None = None,
-        on_paused: Callable[[bool], None] | None = None,
-        create_topic: Callable[[str], None] | None = None,
-    ) -> None:
-        self.label = label
-        self.connector = connector
-        self.task = task
-        self.producer = producer
-        self.offsets_topic = offsets_topic
+    mode = TaskMode.EXACTLY_ONCE
+
+    def __init__(self, deps: LoopDeps, *, boundary: BoundaryPolicy,
+                 transaction_timeout_s: float) -> None:
+        super().__init__(deps)
         self.boundary = boundary
-        self.signals = signals
         self.transaction_timeout_s = transaction_timeout_s
-        self.offset_mirror = offset_mirror
-        self.on_paused = on_paused
-        self._sender = RecordSender(
-            label=label, producer=producer, forbidden_topics=forbidden_topics,
-            key_converter=key_converter, value_converter=value_converter,
-            create_topic=create_topic)
         self.stats = TransactionStats()
-        # Overriding commit_record is what makes per-record metadata worth its cost.
-        self._wants_metadata = type(task).commit_record is not SourceTask.commit_record
         self._in_txn = False
         self._txn_records: list[SourceRecord] = []
         self._txn_metadata: list[RecordMetadata | None] = []
@@ -179,60 +123,54 @@ class ExactlyOnceTaskLoop:
         # record keeps the dict alive, so its id cannot be reused meanwhile.
         self._pending_offsets: dict[int, SourceRecord] = {}
 
+    @classmethod
+    def for_started(cls, deps: LoopDeps, started: StartedTask) -> Self:
+        if started.boundary is None:
+            raise ValueError(f"Task {deps.label} was started {started.mode.value}, "
+                             "without a transaction boundary")
+        return cls(deps, boundary=started.boundary,
+                   transaction_timeout_s=started.transaction_timeout_s)
+
     # ------------------------------------------------------------------ loop
 
-    def run(self) -> Outcome:
-        """Poll, send and commit until a stop is requested. Never raises."""
-        try:
-            while not self.signals.stop:
-                if self.signals.paused:
-                    self._pause()
-                    continue
-                batch = self.task.poll()
-                size = len(batch) if batch else 0
-                if size:
-                    self._send_batch(batch)  # type: ignore[arg-type]
-                decision = self.boundary.after_batch(size, self._in_txn)
-                if decision is not Decision.NONE:
-                    self._end_transaction(decision)
-                self.producer.poll(0)
-            # Graceful stop (KIP-618: "including the end-of-life offset commit that
-            # takes place during task shutdown").
-            decision = self.boundary.on_stop()
-            if decision is Decision.NONE:
-                self._abort_quietly()
-            else:
-                self._end_transaction(decision)
-            return Outcome.STOPPED
-        except ProducerFencedError:
+    def _after_poll(self, size: int) -> None:
+        # Also after an empty poll: an interval boundary ends a transaction on time
+        # while the task idles.
+        decision = self.boundary.after_batch(size, self._in_txn)
+        if decision is not Decision.NONE:
+            self._end_transaction(decision)
+        self.producer.poll(0)
+
+    def _final_commit(self) -> None:
+        # KIP-618: "including the end-of-life offset commit that takes place during
+        # task shutdown".
+        decision = self.boundary.on_stop()
+        if decision is Decision.NONE:
+            self._abort_quietly()
+        else:
+            self._end_transaction(decision)
+
+    def _on_failure(self, error: BaseException) -> Outcome | None:
+        if isinstance(error, ProducerFencedError) or _as_fenced(error) is not None:
             return self._fenced()
-        except BaseException as e:
-            if _as_fenced(e) is not None:
-                return self._fenced()
-            abort_error = self._abort_quietly()
-            # librdkafka may report fencing to produce() as a bare _FATAL error; the
-            # abort then names the real cause.
-            if abort_error is not None and _as_fenced(abort_error) is not None:
-                return self._fenced()
-            raise
+        abort_error = self._abort_quietly()
+        # librdkafka may report fencing to produce() as a bare _FATAL error; the
+        # abort then names the real cause.
+        if abort_error is not None and _as_fenced(abort_error) is not None:
+            return self._fenced()
+        return None
 
     def _fenced(self) -> Outcome:
         log.info("Task %s was fenced by a newer generation; stopping quietly", self.label)
         self._in_txn = False
         return Outcome.FENCED
 
-    def _pause(self) -> None:
-        """End what is open as the boundary allows, then idle until resumed or stopped."""
+    def _before_pause(self) -> None:
+        """End what is open as the boundary allows (a connector-defined transaction
+        the connector has not ended stays open until resumed)."""
         decision = self.boundary.on_stop()
         if decision is not Decision.NONE:
             self._end_transaction(decision)
-        if self.on_paused:
-            self.on_paused(True)
-        while self.signals.paused and not self.signals.stop:
-            self.signals.wakeup.wait(0.5)
-            self.signals.wakeup.clear()
-        if self.on_paused and not self.signals.stop:
-            self.on_paused(False)
 
     # --------------------------------------------------------------- sending
 

@@ -2,7 +2,7 @@
 
 A slot runs task instances one after another until the driver says stop:
 
-* It reports its state to the worker (driver) every ``HEARTBEAT_INTERVAL_S``
+* It reports its state to the worker (driver) every ``protocol.heartbeat.HEARTBEAT_INTERVAL_S``
   over the worker's internal REST route, and gets back what to do: run, pause
   or stop, and a restart counter that bumps on REST restarts.
 * A task that fails reports FAILED with its traceback and waits for a restart;
@@ -28,11 +28,11 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from connect_runtime.errors import StartupAbandoned
+from connect_runtime.protocol.heartbeat import Command
 from connect_runtime.protocol.states import State
 from connect_runtime.storage.offsets.mirror import GlobalOffsetMirror
-from connect_runtime.task.at_least_once_loop import AtLeastOnceTaskLoop
-from connect_runtime.task.exactly_once_loop import ExactlyOnceTaskLoop, LoopSignals, Outcome
-from connect_runtime.task.slot_control import CMD_STOP, SlotControl
+from connect_runtime.task.loop import LoopDeps, LoopSignals, Outcome, loop_for
+from connect_runtime.task.slot_control import SlotControl
 from connect_runtime.task.startup import start_task
 
 if TYPE_CHECKING:
@@ -65,7 +65,7 @@ def _run_instance(spec: TaskSpec, control: SlotControl) -> Outcome | None:
             mirror = GlobalOffsetMirror(spec.bootstrap_servers, spec.global_offsets_topic,
                                         spec.producer_overrides)
         control.report(State.PAUSED if signals.paused else State.RUNNING)
-        common: dict[str, Any] = dict(
+        deps = LoopDeps(
             label=spec.task_label, connector=spec.connector, task=started.task,
             producer=started.producer, offsets_topic=started.offsets_topic,
             forbidden_topics=frozenset(
@@ -75,15 +75,9 @@ def _run_instance(spec: TaskSpec, control: SlotControl) -> Outcome | None:
             signals=signals, offset_mirror=mirror, create_topic=started.create_topic,
             on_paused=lambda p: control.report(State.PAUSED if p else State.RUNNING),
         )
-        loop: ExactlyOnceTaskLoop | AtLeastOnceTaskLoop
-        if started.boundary is not None:  # exactly.once.source.support=enabled
-            loop = ExactlyOnceTaskLoop(boundary=started.boundary,
-                                       transaction_timeout_s=started.transaction_timeout_s,
-                                       **common)
-        else:  # disabled or preparing: Connect's at-least-once WorkerSourceTask
-            loop = AtLeastOnceTaskLoop(offset_flush_interval_s=started.offset_flush_interval_s,
-                                       offset_flush_timeout_s=started.offset_flush_timeout_s,
-                                       **common)
+        # EXACTLY_ONCE (exactly.once.source.support=enabled): transactions;
+        # AT_LEAST_ONCE (disabled or preparing): Connect's WorkerSourceTask.
+        loop = loop_for(started.mode).for_started(deps, started)
         outcome = loop.run()
         return outcome
     except StartupAbandoned as e:
@@ -115,7 +109,7 @@ def _stop_task_quietly(spec: TaskSpec, task: Any) -> None:
 
 def _restarting(control: SlotControl) -> None:
     """Leave FAILED as soon as a restart is heard, not only once startup is done."""
-    if control.command != CMD_STOP:
+    if control.command is not Command.STOP:
         control.report(State.RESTARTING)
 
 
@@ -134,7 +128,7 @@ def run_slot(spec: TaskSpec, attempt: int) -> str:
                 "Restart the task to resume from its last committed offsets."))
             control.wait_for_change(seen)
             _restarting(control)
-        while control.command != CMD_STOP:
+        while control.command is not Command.STOP:
             try:
                 outcome = _run_instance(spec, control)
             except Exception as e:
@@ -153,7 +147,7 @@ def run_slot(spec: TaskSpec, attempt: int) -> str:
                     f"{spec.transactional_id}) was fenced by another producer with the same "
                     "transactional.id; this instance stopped without committing."))
                 return "fenced"
-            if control.command == CMD_STOP:
+            if control.command is Command.STOP:
                 control.report(State.UNASSIGNED)
                 return "stopped"
             control.report(State.RESTARTING)  # a restart was requested: run again

@@ -16,23 +16,30 @@ import threading
 import time
 import uuid
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote
 
 import httpx
 
 from connect_runtime.protocol import signing
-from connect_runtime.protocol.states import State
+from connect_runtime.protocol.heartbeat import (
+    HEARTBEAT_INTERVAL_S,
+    Command,
+    InvalidHeartbeat,
+    SlotAnswer,
+    SlotReport,
+    heartbeat_url,
+)
+from connect_runtime.protocol.states import State, check_transition
 from connect_runtime.storage.config_store import read_config_snapshot
 
 if TYPE_CHECKING:
     from connect_runtime.protocol.task_spec import TaskSpec
-    from connect_runtime.task.exactly_once_loop import LoopSignals
+    from connect_runtime.task.loop import LoopSignals
 
 log = logging.getLogger(__name__)
 
-HEARTBEAT_INTERVAL_S = 0.25
+# A 403 means our key was rotated out; reading the config topic for the new one
+# is expensive, so at most this often.
 KEY_REFRESH_INTERVAL_S = 5.0
-CMD_RUN, CMD_PAUSE, CMD_STOP = "run", "pause", "stop"
 
 
 class SlotControl:
@@ -42,12 +49,11 @@ class SlotControl:
         self.spec = spec
         self.attempt = attempt
         self.run_id = uuid.uuid4().hex
-        self.url = (f"{spec.worker_url}/internal/tasks/{quote(spec.connector, safe='')}/"
-                    f"{spec.task}/heartbeat")
+        self.url = heartbeat_url(spec.worker_url, spec.connector, spec.task)
         self.state = State.UNASSIGNED
         self.trace: str | None = None
         self.fenced = False
-        self.command = CMD_RUN
+        self.command = Command.RUN
         self.restart_seq: int | None = None
         self.signals: LoopSignals | None = None
         self.task: Any = None
@@ -68,7 +74,12 @@ class SlotControl:
 
     # Called from the slot's main thread.
     def report(self, state: State, trace: str | None = None) -> None:
-        self.state, self.trace = state, trace
+        """Set the state the next heartbeat reports, and send it now.
+
+        Raises :class:`~connect_runtime.errors.IllegalStateTransition` on a
+        transition the lifecycle does not allow: a runtime bug, caught in tests.
+        """
+        self.state, self.trace = check_transition(self.state, state), trace
         self._report_now.set()
 
     def wait_for_answer(self) -> None:
@@ -79,7 +90,7 @@ class SlotControl:
     def wait_for_change(self, seen_restart_seq: int | None) -> None:
         """Block until a restart is requested or the slot must stop."""
         with self.changed:
-            self.changed.wait_for(lambda: self.command == CMD_STOP
+            self.changed.wait_for(lambda: self.command is Command.STOP
                                   or self.restart_seq != seen_restart_seq
                                   or self._closed.is_set())
 
@@ -103,42 +114,35 @@ class SlotControl:
         self._heartbeat()  # last word: the final state
 
     def _heartbeat(self) -> None:
-        body = {
-            "run_id": self.run_id,
-            "generation": self.spec.generation,
-            "state": self.state.value,
-            "trace": self.trace,
-            "attempt": self.attempt,
-            "restart_seq": self.restart_seq,  # lets the driver spot reports older than a restart
-            "fenced": self.fenced,
-            "pid": os.getpid(),
-            "host": socket.gethostname(),
-        }
+        content = SlotReport(
+            run_id=self.run_id, generation=self.spec.generation, state=self.state,
+            trace=self.trace, attempt=self.attempt,
+            restart_seq=self.restart_seq,  # lets the driver spot reports older than a restart
+            fenced=self.fenced, pid=os.getpid(), host=socket.gethostname(),
+        ).to_json()
         try:
-            content = httpx.Request("POST", self.url, json=body).content
             headers = {"Content-Type": "application/json",
                        **signing.sign_headers(self.session_key,
                                               self.spec.session_key_algorithm, content)}
             response = self._client.post(self.url, content=content, headers=headers)
-            answer: dict[str, Any]
             if response.status_code == 403:
                 self._refresh_key()  # signed with a key the leader no longer accepts
                 return
             if response.status_code == 404:
-                answer = {"command": CMD_STOP, "restart_seq": self.restart_seq or 0}
+                answer = SlotAnswer.stop(self.restart_seq or 0)
             else:
                 response.raise_for_status()
-                answer = response.json()
-        except (httpx.HTTPError, ValueError) as e:
+                answer = SlotAnswer.from_json(response.content)
+        except (httpx.HTTPError, InvalidHeartbeat) as e:
             # The worker may be restarting; the task keeps running. If the worker is
             # gone for good, a new leader fences this task's producer.
             log.debug("heartbeat for %s failed: %r", self.spec.task_label, e)
             return
         with self.changed:
-            self.command = str(answer.get("command", CMD_RUN))
-            self.restart_seq = int(answer.get("restart_seq", 0))
-            if answer.get("session_key"):  # the leader rotated its key (KIP-507 TTL)
-                self.session_key = str(answer["session_key"])
+            self.command = answer.command
+            self.restart_seq = answer.restart_seq
+            if answer.session_key:  # the leader rotated its key (KIP-507 TTL)
+                self.session_key = answer.session_key
             self.changed.notify_all()
         if self.signals is not None:
             self._apply(self.signals)
@@ -159,7 +163,7 @@ class SlotControl:
             self.session_key = base64.b64encode(snapshot.session_key.key).decode("ascii")
 
     def _apply(self, signals: LoopSignals) -> None:
-        stop = self.command == CMD_STOP or (
+        stop = self.command is Command.STOP or (
             self.running_restart_seq is not None and self.restart_seq != self.running_restart_seq)
         if stop and not signals.stop:
             signals.request_stop()
@@ -170,6 +174,6 @@ class SlotControl:
                 except Exception:
                     log.warning("task %s: stop() raised", self.spec.task_label, exc_info=True)
         elif not stop:
-            paused = self.command == CMD_PAUSE
+            paused = self.command is Command.PAUSE
             if signals.paused != paused:
                 signals.set_paused(paused)

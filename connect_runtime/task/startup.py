@@ -70,12 +70,13 @@ DEFAULT_TRANSACTION_TIMEOUT_MS = 60000
 class StartedTask:
     """A started task and what its loop needs.
 
-    ``boundary`` picks the loop: set (``exactly.once.source.support=enabled``) for
-    the transactional loop, which also uses ``transaction_timeout_s``; None for the
-    at-least-once loop, which uses ``offset_flush_interval_s`` and
-    ``offset_flush_timeout_s`` instead.
+    ``mode`` (the spec's) picks the loop (:func:`~connect_runtime.task.loop.loop_for`).
+    ``EXACTLY_ONCE``: ``boundary`` is set, and the loop also uses
+    ``transaction_timeout_s``. ``AT_LEAST_ONCE``: ``boundary`` is None, and the loop
+    uses ``offset_flush_interval_s`` and ``offset_flush_timeout_s`` instead.
     """
 
+    mode: TaskMode
     task: SourceTask
     producer: Producer
     offsets_topic: str
@@ -280,6 +281,7 @@ def start_task(spec: TaskSpec, should_stop: Any) -> StartedTask:
         producer.flush(1)
         raise
     return StartedTask(
+        mode=spec.mode,
         create_topic=_topic_creator(spec, connector_config),
         task=task,
         producer=producer,

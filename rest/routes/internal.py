@@ -19,7 +19,7 @@ from fastapi.concurrency import run_in_threadpool
 
 from connect_runtime.rest.routes.params import HerderDep
 
-__all__ = ["InternalRequestVerifier", "router"]
+__all__ = ["InternalRequestVerifier", "router", "verify_internal_request"]
 
 InternalRequestVerifier = Callable[[Request, bytes], None]
 """Checks an internal request's signature against its raw body; raises to refuse it.
@@ -32,15 +32,22 @@ yet), both mapped by :mod:`connect_runtime.rest.errors`.
 router = APIRouter(prefix="/connectors")
 
 
-def _verifier(request: Request) -> InternalRequestVerifier | None:
-    return cast("InternalRequestVerifier | None", request.app.state.internal_request_verifier)
+async def verify_internal_request(request: Request) -> bytes:
+    """Check an internal request's signature with the app's verifier; return the body.
+
+    Every internal route calls this first, so all of them refuse the same
+    requests with the same errors. Without a verifier (tests of the public
+    API) nothing is checked.
+    """
+    raw_body = await request.body()
+    verify = cast("InternalRequestVerifier | None", request.app.state.internal_request_verifier)
+    if verify is not None:
+        await run_in_threadpool(verify, request, raw_body)
+    return raw_body
 
 
 @router.put("/{name}/fence", summary="Fence zombie source tasks (inter-worker only)")
 async def fence_zombies(name: str, request: Request, herder: HerderDep) -> Response:
-    verify = _verifier(request)
-    if verify is not None:
-        raw_body = await request.body()
-        await run_in_threadpool(verify, request, raw_body)
+    await verify_internal_request(request)
     await run_in_threadpool(herder.fence_zombies, name)
     return Response(status_code=200)

@@ -1,8 +1,8 @@
 """Worker-internal routes used by task slots on Spark executors (not public API).
 
 * ``POST /internal/tasks/{connector}/{task}/heartbeat``: a slot reports its state
-  and receives its command (see ``connect_runtime.task.slot``). Signed
-  with the session key like every internal request (KIP-507).
+  and receives its command (:mod:`connect_runtime.protocol.heartbeat`). Signed
+  with the session key and checked like every internal request (KIP-507).
 * ``GET /internal/leader``: this worker's view of who leads the cluster.
 * ``GET /internal/tasks``: where each task runs (executor host, Python pid, Spark
   attempt). For operators who need to find the process behind a task.
@@ -10,19 +10,20 @@
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+import dataclasses
+from typing import Protocol
 
-import orjson
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
-from connect_runtime.cluster.slot_registry import TaskSlotRegistry
-from connect_runtime.errors import RequestSignatureException
+from connect_runtime.cluster.slot_registry import SlotRegistry
+from connect_runtime.protocol.heartbeat import HEARTBEAT_ROUTE, SlotReport
+from connect_runtime.rest.routes.internal import verify_internal_request
 
 
 class SlotHost(Protocol):
-    registry: TaskSlotRegistry
+    registry: SlotRegistry
     worker_url: str
 
     @property
@@ -30,31 +31,19 @@ class SlotHost(Protocol):
 
     def leader_url(self) -> str | None: ...
 
-    def verify_internal_request(self, headers: dict[str, str], body: bytes) -> None: ...
-
     def session_key_b64(self) -> str | None: ...
 
 
-def task_control_router(host: SlotHost) -> APIRouter:
+def slots_router(host: SlotHost) -> APIRouter:
     router = APIRouter(include_in_schema=False)
 
-    @router.post("/internal/tasks/{connector}/{task}/heartbeat")
-    async def heartbeat(connector: str, task: int, request: Request) -> JSONResponse:
-        body = await request.body()
-        try:
-            host.verify_internal_request(dict(request.headers), body)
-        except RequestSignatureException as e:
-            return JSONResponse({"error_code": e.status, "message": str(e)}, e.status)
-        try:
-            report: Any = orjson.loads(body)
-            if not isinstance(report, dict):
-                raise ValueError("expected a JSON object")
-        except ValueError as e:
-            return JSONResponse({"error_code": 400, "message": f"Invalid heartbeat: {e}"}, 400)
+    @router.post(HEARTBEAT_ROUTE)
+    async def heartbeat(connector: str, task: int, request: Request) -> Response:
+        report = SlotReport.from_json(await verify_internal_request(request))
         answer = await run_in_threadpool(host.registry.heartbeat, connector, task, report)
         # The current session key, so a slot keeps signing (and fencing) after rotations.
-        answer["session_key"] = host.session_key_b64()
-        return JSONResponse(answer)
+        answer = dataclasses.replace(answer, session_key=host.session_key_b64())
+        return Response(answer.to_json(), media_type="application/json")
 
     @router.get("/internal/leader")
     async def leader() -> JSONResponse:

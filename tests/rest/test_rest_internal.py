@@ -86,7 +86,7 @@ def test_verifier_exceptions_map_like_any_other(herder: FakeHerder, exc: Excepti
 # -- OpenAPI ------------------------------------------------------------------------
 
 
-def _task_control_router() -> APIRouter:
+def _slots_router() -> APIRouter:
     router = APIRouter(prefix="/internal")
 
     @router.get("/tasks/{slot}")
@@ -97,7 +97,7 @@ def _task_control_router() -> APIRouter:
 
 
 def test_openapi_lists_public_routes_and_hides_internal_ones(herder: FakeHerder) -> None:
-    app = create_app(herder, extra_routers=[_task_control_router()])
+    app = create_app(herder, extra_routers=[_slots_router()])
     with AppClient(app) as client:
         paths = client.get("/openapi.json").json()["paths"]
         assert client.get("/internal/tasks/3").json() == {"slot": "3"}  # mounted, though

@@ -25,7 +25,7 @@ from connect_runtime.errors import ConnectError
 from connect_runtime.protocol.task_spec import TaskSpec
 from connect_runtime.storage.offsets.mirror import GlobalOffsetMirror
 from connect_runtime.task.at_least_once_loop import AtLeastOnceTaskLoop
-from connect_runtime.task.exactly_once_loop import LoopSignals, Outcome
+from connect_runtime.task.loop import LoopDeps, LoopSignals, Outcome, loop_for
 from connect_runtime.task.startup import start_task
 
 
@@ -77,15 +77,15 @@ def make_loop(bootstrap: str, offsets: str, task: SourceTask, *, interval_s: flo
     producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True,
                          "acks": "all", "linger.ms": 5,
                          "message.timeout.ms": message_timeout_ms})
-    return AtLeastOnceTaskLoop(
+    return AtLeastOnceTaskLoop(LoopDeps(
         label="c-0", connector="c", task=task, producer=producer, offsets_topic=offsets,
         forbidden_topics=forbidden if forbidden is not None else frozenset({offsets}),
         key_converter=load_converter("org.apache.kafka.connect.storage.StringConverter", {},
                                      True, config_key="key.converter"),
         value_converter=load_converter("org.apache.kafka.connect.json.JsonConverter", {},
                                        False, config_key="value.converter"),
-        signals=LoopSignals(), offset_flush_interval_s=interval_s,
-        offset_flush_timeout_s=timeout_s, offset_mirror=mirror)
+        signals=LoopSignals(), offset_mirror=mirror),
+        offset_flush_interval_s=interval_s, offset_flush_timeout_s=timeout_s)
 
 
 class Running:
@@ -283,13 +283,13 @@ def start_and_run(spec: TaskSpec, offsets: str, expect_records: int) -> AtLeastO
     assert started.boundary is None
     assert started.offset_flush_timeout_s == 5.0
     assert started.task.context.transaction_context() is None
-    loop = AtLeastOnceTaskLoop(
+    # As the slot builds it: the loop class from the started task's mode.
+    loop = loop_for(started.mode).for_started(LoopDeps(
         label=spec.task_label, connector=spec.connector, task=started.task,
         producer=started.producer, offsets_topic=started.offsets_topic,
         forbidden_topics=frozenset({offsets}), key_converter=started.key_converter,
-        value_converter=started.value_converter, signals=LoopSignals(),
-        offset_flush_interval_s=started.offset_flush_interval_s,
-        offset_flush_timeout_s=started.offset_flush_timeout_s)
+        value_converter=started.value_converter, signals=LoopSignals()), started)
+    assert isinstance(loop, AtLeastOnceTaskLoop)
     running = Running(loop)
     wait_for(lambda: loop.stats.records_acknowledged >= expect_records, 20,
              "the sequence to be sent")

@@ -23,7 +23,8 @@ from connect_runtime.api.task import SourceTask
 from connect_runtime.converters import load_converter
 from connect_runtime.errors import DataException, InvalidOffsetException
 from connect_runtime.task.boundaries import BoundaryPolicy, TaskTransactionContext
-from connect_runtime.task.exactly_once_loop import ExactlyOnceTaskLoop, LoopSignals, Outcome
+from connect_runtime.task.exactly_once_loop import ExactlyOnceTaskLoop
+from connect_runtime.task.loop import LoopDeps, LoopSignals, Outcome
 
 
 class ScriptedTask(SourceTask):
@@ -82,14 +83,14 @@ def make_loop(bootstrap: str, out: str, offsets: str, task: SourceTask, boundary
     producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": txn_id,
                          "linger.ms": 5})
     producer.init_transactions(30)
-    loop = ExactlyOnceTaskLoop(
+    loop = ExactlyOnceTaskLoop(LoopDeps(
         label="c-0", connector="c", task=task, producer=producer, offsets_topic=offsets,
         forbidden_topics=frozenset({offsets}),
         key_converter=load_converter("org.apache.kafka.connect.storage.StringConverter", {},
                                      True, config_key="key.converter"),
         value_converter=load_converter("org.apache.kafka.connect.json.JsonConverter", {},
                                        False, config_key="value.converter"),
-        boundary=boundary, signals=LoopSignals(), transaction_timeout_s=30)
+        signals=LoopSignals()), boundary=boundary, transaction_timeout_s=30)
     return loop, producer
 
 
@@ -262,14 +263,23 @@ def read_raw(bootstrap: str, topic: str, partitions: int) -> list[Any]:
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "raw-reader",
                          "isolation.level": "read_committed", "enable.auto.commit": False})
     consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-    ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
-            for p in range(partitions)}
+    def high(p: int) -> int:
+        return int(consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1])
+
+    ends = {p: high(p) for p in range(partitions)}
     out: list[Any] = []
     deadline = time.monotonic() + 30
     try:
         while time.monotonic() < deadline:
+            # Right after the topic's creation a fresh consumer may see a high
+            # watermark of 0 for a partition that has data: ask again until it
+            # shows, or it is empty for real (settled after a few seconds).
+            settling = time.monotonic() < deadline - 25
+            ends.update({p: high(p) for p, end in ends.items() if end == 0 and settling})
             done = consumer.position([TopicPartition(topic, p) for p in range(partitions)])
-            if all(tp.offset >= ends[tp.partition] for tp in done if ends[tp.partition] > 0):
+            caught_up = all(tp.offset >= ends[tp.partition] for tp in done
+                            if ends[tp.partition] > 0)
+            if caught_up and (not settling or all(ends.values())):
                 break
             msg = consumer.poll(0.2)
             if msg is not None and not msg.error():

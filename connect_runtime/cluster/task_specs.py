@@ -1,0 +1,66 @@
+"""Building the :class:`TaskSpec` a Spark executor runs one task from."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Mapping
+
+from connect_runtime.config.worker_config import WorkerConfig
+from connect_runtime.protocol.task_spec import TaskSpec
+from connect_runtime.storage.config_store import SessionKey
+
+
+class TaskSpecBuilder:
+    """Combines the leader's worker settings with one task's configs.
+
+    Every spec gets its own copies of the dicts it holds, so one spec's data
+    never aliases another's or the caller's.
+    """
+
+    def __init__(self, config: WorkerConfig, worker_url: str, worker_id: str) -> None:
+        self.config = config
+        self.worker_url = worker_url
+        self.worker_id = worker_id
+
+    def client_overrides(self, kind: str) -> dict[str, str]:
+        """The worker's ``<kind>.*`` client settings (producer, consumer, admin).
+
+        Without ``bootstrap.servers``: the spec carries the worker's as
+        ``bootstrap_servers``, and the overrides are layered on top of it.
+        """
+        conf = self.config.client_config(kind)
+        conf.pop("bootstrap.servers", None)
+        return conf
+
+    def build(self, connector: str, task: int, generation: int,
+              task_config: Mapping[str, str], connector_config: Mapping[str, str],
+              session_key: SessionKey | None) -> TaskSpec:
+        """The spec of task ``task`` of ``connector`` in config generation ``generation``.
+
+        ``session_key`` is the cluster's current key (None: the task's internal
+        requests go unsigned); tasks sign with ``inter.worker.signature.algorithm``.
+        """
+        config = self.config
+        converters = {k: v for k, v in config.originals.items()
+                      if k.startswith(("key.converter", "value.converter"))}
+        return TaskSpec(
+            connector=connector, task=task, generation=generation, task_config=dict(task_config),
+            connector_config=dict(connector_config),
+            bootstrap_servers=config.bootstrap_servers, group_id=config.group_id,
+            config_topic=config["config.storage.topic"],
+            status_topic=config["status.storage.topic"],
+            global_offsets_topic=config["offset.storage.topic"],
+            worker_url=self.worker_url, worker_id=self.worker_id,
+            eos_support=config.eos_support,
+            offset_flush_interval_ms=int(config["offset.flush.interval.ms"]),
+            offset_flush_timeout_ms=int(config["offset.flush.timeout.ms"]),
+            producer_overrides=self.client_overrides("producer"),
+            consumer_overrides=self.client_overrides("consumer"),
+            admin_overrides=self.client_overrides("admin"),
+            worker_converters=converters,
+            offsets_topic_partitions=int(config["offset.storage.partitions"]),
+            offsets_topic_replication_factor=int(config["offset.storage.replication.factor"]),
+            session_key=base64.b64encode(session_key.key).decode("ascii") if session_key
+            else None,
+            session_key_algorithm=str(config["inter.worker.signature.algorithm"]),
+        )

@@ -1,0 +1,219 @@
+"""What both source task loops share: their inputs, their signals and their skeleton.
+
+A task loop drives one started :class:`~connect_runtime.api.task.SourceTask`
+inside a Spark task until it is stopped, fails or (exactly-once only) is fenced.
+The two loops differ only in how records and offsets become durable:
+
+* :class:`~connect_runtime.task.exactly_once_loop.ExactlyOnceTaskLoop`
+  (``TaskMode.EXACTLY_ONCE``): transactions, cut by a boundary policy (KIP-618).
+* :class:`~connect_runtime.task.at_least_once_loop.AtLeastOnceTaskLoop`
+  (``TaskMode.AT_LEAST_ONCE``): records as polled, offsets flushed at an interval.
+
+:func:`loop_for` maps a :class:`~connect_runtime.protocol.task_spec.TaskMode`
+to its class. :class:`TaskLoop` owns the skeleton, the same for both::
+
+    until signals.stop:
+        if signals.paused:  _before_pause(); on_paused(True);
+                            until resumed or stopped: _while_paused() every
+                            PAUSED_WAIT_S or on wakeup;
+                            on_paused(False) unless stopping
+        batch = task.poll()
+        _send_batch(batch)  if the batch has records
+        _after_poll(size)   always, so time-based work runs while the task idles
+    _final_commit()         graceful stop only; then run() returns STOPPED
+    on an exception:        _on_failure(error) returns the outcome to return
+                            (FENCED), or None to let the error propagate
+
+The subclass owns everything inside those hooks (the module docs of the two
+loops number their steps). Per-record work stays in the subclasses'
+``_send_batch``, on attributes copied from :class:`LoopDeps` once, here.
+"""
+
+from __future__ import annotations
+
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import Enum
+from typing import TYPE_CHECKING, ClassVar, Self, assert_never
+
+from connect_runtime.api.task import SourceTask
+from connect_runtime.protocol.task_spec import TaskMode
+from connect_runtime.task.record_sender import RecordSender
+
+if TYPE_CHECKING:
+    from confluent_kafka import Producer
+
+    from connect_runtime.api.record import SourceRecord
+    from connect_runtime.converters import Converter
+    from connect_runtime.storage.offsets.mirror import GlobalOffsetMirror
+    from connect_runtime.task.startup import StartedTask
+
+# How long one wait for a resume blocks before the flags are checked again (and
+# the at-least-once loop serves acks); a set() on ``wakeup`` ends it at once.
+PAUSED_WAIT_S = 0.5
+
+
+class Outcome(Enum):
+    """How a loop's ``run`` ended when it did not raise (an error raises, after
+    the open transaction, if any, was aborted)."""
+
+    STOPPED = "STOPPED"  # stop requested; the final commit or offset flush is done
+    FENCED = "FENCED"  # a newer producer owns the transactional.id (exactly-once only)
+
+
+class LoopSignals:
+    """Flags another thread (the slot's control thread) sets; the loop reads them.
+
+    Reading a bool attribute is the cheapest cross-thread check Python offers;
+    the loop looks at ``stop`` once per batch.
+    """
+
+    def __init__(self) -> None:
+        self.stop = False
+        self.paused = False
+        self.wakeup = threading.Event()
+
+    def request_stop(self) -> None:
+        self.stop = True
+        self.wakeup.set()
+
+    def set_paused(self, paused: bool) -> None:
+        self.paused = paused
+        self.wakeup.set()
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class LoopDeps:
+    """What every task loop is built from, whatever its mode.
+
+    ``forbidden_topics`` (the worker's internal topics), the converters and
+    ``create_topic`` (KIP-158) go to the loop's :class:`RecordSender`.
+    ``offset_mirror`` copies offsets to the global offsets topic when the
+    connector has its own; ``on_paused(True/False)`` reports entering and
+    leaving a pause.
+    """
+
+    label: str
+    connector: str
+    task: SourceTask
+    producer: Producer
+    offsets_topic: str
+    forbidden_topics: frozenset[str]
+    key_converter: Converter
+    value_converter: Converter
+    signals: LoopSignals
+    offset_mirror: GlobalOffsetMirror | None = None
+    on_paused: Callable[[bool], None] | None = None
+    create_topic: Callable[[str], None] | None = None
+
+
+class TaskLoop(ABC):
+    """The skeleton of the module doc; subclasses fill in the hooks.
+
+    The constructor copies what the hooks use from :class:`LoopDeps` to
+    attributes of the loop, so no hook reaches through ``deps``. ``on_paused``
+    stays assignable after construction.
+    """
+
+    mode: ClassVar[TaskMode]
+
+    def __init__(self, deps: LoopDeps) -> None:
+        self.label = deps.label
+        self.connector = deps.connector
+        self.task = deps.task
+        self.producer = deps.producer
+        self.offsets_topic = deps.offsets_topic
+        self.signals = deps.signals
+        self.offset_mirror = deps.offset_mirror
+        self.on_paused = deps.on_paused
+        self._sender = RecordSender(
+            label=deps.label, producer=deps.producer, forbidden_topics=deps.forbidden_topics,
+            key_converter=deps.key_converter, value_converter=deps.value_converter,
+            create_topic=deps.create_topic)
+        # Overriding commit_record is what makes per-record metadata worth its cost.
+        self._wants_metadata = type(deps.task).commit_record is not SourceTask.commit_record
+
+    @classmethod
+    @abstractmethod
+    def for_started(cls, deps: LoopDeps, started: StartedTask) -> Self:
+        """The loop for a task as :func:`~connect_runtime.task.startup.start_task`
+        started it, with the settings of this loop's mode taken from ``started``."""
+
+    # ------------------------------------------------------------------ loop
+
+    def run(self) -> Outcome:
+        """Poll and send until a stop is requested; see the subclass for what
+        commits and when. Returns STOPPED, or what ``_on_failure`` decides."""
+        signals = self.signals
+        try:
+            while not signals.stop:
+                if signals.paused:
+                    self._pause()
+                    continue
+                batch = self.task.poll()
+                size = 0
+                if batch:
+                    size = len(batch)
+                    self._send_batch(batch)
+                self._after_poll(size)
+            self._final_commit()
+            return Outcome.STOPPED
+        except BaseException as e:
+            outcome = self._on_failure(e)
+            if outcome is None:
+                raise
+            return outcome
+
+    def _pause(self) -> None:
+        """Make durable what the mode allows, then idle until resumed or stopped."""
+        self._before_pause()
+        signals = self.signals
+        if self.on_paused:
+            self.on_paused(True)
+        while signals.paused and not signals.stop:
+            signals.wakeup.wait(PAUSED_WAIT_S)
+            signals.wakeup.clear()
+            self._while_paused()
+        if self.on_paused and not signals.stop:
+            self.on_paused(False)
+
+    # ----------------------------------------------------------------- hooks
+
+    @abstractmethod
+    def _send_batch(self, batch: list[SourceRecord]) -> None:
+        """Send one non-empty polled batch (the per-record hot path)."""
+
+    @abstractmethod
+    def _after_poll(self, size: int) -> None:
+        """After every poll, ``size`` records sent (0 when the task had none)."""
+
+    @abstractmethod
+    def _before_pause(self) -> None:
+        """On entering a pause, before ``on_paused(True)``."""
+
+    def _while_paused(self) -> None:  # noqa: B027 - optional hook, nothing by default
+        """Once per wait while paused."""
+
+    @abstractmethod
+    def _final_commit(self) -> None:
+        """On a graceful stop."""
+
+    @abstractmethod
+    def _on_failure(self, error: BaseException) -> Outcome | None:
+        """``error`` ends the loop: clean up; return the outcome, or None to re-raise."""
+
+
+def loop_for(mode: TaskMode) -> type[TaskLoop]:
+    """The loop class that runs tasks of ``mode``."""
+    # Imported here: both loop modules import this one.
+    from connect_runtime.task.at_least_once_loop import AtLeastOnceTaskLoop
+    from connect_runtime.task.exactly_once_loop import ExactlyOnceTaskLoop
+
+    match mode:
+        case TaskMode.EXACTLY_ONCE:
+            return ExactlyOnceTaskLoop
+        case TaskMode.AT_LEAST_ONCE:
+            return AtLeastOnceTaskLoop
+    assert_never(mode)

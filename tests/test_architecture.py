@@ -1,0 +1,224 @@
+"""The import graph between connect_runtime's top-level parts stays a layered DAG.
+
+Each part (``cluster``, ``task``, ``rest``, ...; modules such as ``errors`` count
+as parts) may import only parts in layers below its own. That rules out cycles
+and keeps the planes apart: the data plane (``task``) never reaches into the
+control plane (``cluster``), and REST sees the control plane only through its
+interfaces. docs/architecture.md draws the same picture; change both together.
+
+Imports are read from the source (every ``import``, including function-level
+and ``TYPE_CHECKING`` ones), with the ``package-dir`` mapping of pyproject.toml,
+so nothing is imported to check it.
+"""
+
+from __future__ import annotations
+
+import ast
+import tomllib
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+ROOT = "<root>"  # connect_runtime/__init__.py: the connector author's API
+
+# Top to bottom; a part may import from any lower layer, never from its own or above.
+LAYERS: list[set[str]] = [
+    {"cli"},
+    {"worker"},  # process wiring
+    {"rest", "tools", "connectors"},
+    {"cluster"},  # control plane (driver)
+    {"task"},  # data plane (executors)
+    {"protocol", "storage"},
+    {"kafka", "plugins"},
+    {"config"},
+    {"converters"},
+    {ROOT},
+    {"api"},
+    {"errors"},
+]
+
+# Narrower rules on top of the layers, as (importer, imported part) -> allowed modules.
+ONLY: dict[tuple[str, str], set[str]] = {
+    # REST is written against the herder's interface and the slot registry, so it
+    # can be tested with fakes; it never drives the herder's internals.
+    ("rest", "cluster"): {"connect_runtime.cluster.herder_api",
+                          "connect_runtime.cluster.slot_registry"},
+}
+# Bundled connectors are written as a user's would be: against the public API only.
+PUBLIC_ONLY = {"connectors"}
+
+Edges = dict[str, dict[str, set[str]]]  # importer part -> imported part -> modules
+
+
+def _part(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ROOT
+
+
+def _source_roots() -> dict[str, Path]:
+    pyproject = tomllib.loads((REPO / "pyproject.toml").read_text())
+    package_dir: dict[str, str] = pyproject["tool"]["setuptools"]["package-dir"]
+    roots = {pkg: REPO / path for pkg, path in package_dir.items() if pkg}
+    roots.setdefault("connect_runtime", REPO / "connect_runtime")
+    return roots
+
+
+def _imports(path: Path, module: str) -> list[str]:
+    is_package = path.name == "__init__.py"
+    found: list[str] = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = module.split(".")
+                base = base[: len(base) - node.level + (1 if is_package else 0)]
+                found.append(".".join([*base, *([node.module] if node.module else [])]))
+            elif node.module:
+                # `from connect_runtime import x` may name a submodule x.
+                found += [node.module] + [f"{node.module}.{a.name}" for a in node.names
+                                          if node.module == "connect_runtime"]
+    return found
+
+
+def _parts(roots: dict[str, Path]) -> set[str]:
+    """The top-level modules and packages of connect_runtime, wherever they live."""
+    top = roots["connect_runtime"]
+    parts = {p.stem if p.is_file() else p.name for p in top.iterdir()
+             if (p.suffix == ".py" and p.stem != "__init__") or any(p.glob("*.py"))}
+    return parts | {pkg.split(".")[1] for pkg in roots if "." in pkg}
+
+
+def import_edges(roots: dict[str, Path]) -> Edges:
+    """Imports between parts of the packages at ``roots`` (package name -> folder)."""
+    edges: Edges = defaultdict(lambda: defaultdict(set))
+    known = _parts(roots)
+    for package, folder in roots.items():
+        for path in sorted(folder.rglob("*.py")):
+            parts = [p for p in path.relative_to(folder).with_suffix("").parts if p != "__init__"]
+            module = ".".join([package, *parts])
+            if any(module.startswith(other + ".") for other in roots
+                   if other != package and other.startswith(package + ".")):
+                continue  # mapped elsewhere by package-dir
+            for target in _imports(path, module):
+                if target.split(".")[0] != "connect_runtime":
+                    continue
+                source_part, target_part = _part(module), _part(target)
+                if target_part not in known:  # `from connect_runtime import SourceTask`
+                    target_part, target = ROOT, "connect_runtime"
+                if source_part != target_part:
+                    edges[source_part][target_part].add(target)
+    return edges
+
+
+def find_cycles(edges: Edges) -> list[list[str]]:
+    """Strongly connected components with more than one part (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for succ in edges.get(node, {}):
+            if succ not in index:
+                visit(succ)
+                low[node] = min(low[node], low[succ])
+            elif succ in on_stack:
+                low[node] = min(low[node], index[succ])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for node in sorted(edges):
+        if node not in index:
+            visit(node)
+    return cycles
+
+
+def layer_violations(edges: Edges, layers: list[set[str]]) -> list[str]:
+    level = {part: i for i, layer in enumerate(layers) for part in layer}
+    problems = []
+    for source, targets in sorted(edges.items()):
+        for target, modules in sorted(targets.items()):
+            if source not in level or target not in level:
+                problems.append(f"{source} -> {target}: part missing from LAYERS")
+            elif level[target] <= level[source]:
+                problems.append(f"{source} imports {target} ({', '.join(sorted(modules))}), "
+                                "which is not in a lower layer")
+            allowed = ONLY.get((source, target))
+            if allowed is not None and modules - allowed:
+                problems.append(f"{source} may import from {target} only {sorted(allowed)}, "
+                                f"not {sorted(modules - allowed)}")
+            if source in PUBLIC_ONLY and target not in {ROOT}:
+                problems.append(f"{source} must use the public API (`from connect_runtime "
+                                f"import ...`), not {sorted(modules)}")
+    return problems
+
+
+def test_no_cycles_between_top_level_parts() -> None:
+    assert find_cycles(import_edges(_source_roots())) == []
+
+
+def test_parts_import_only_from_lower_layers() -> None:
+    assert layer_violations(import_edges(_source_roots()), LAYERS) == []
+
+
+def test_every_part_is_placed_in_a_layer() -> None:
+    placed = set().union(*LAYERS)
+    assert _parts(_source_roots()) - placed == set()
+
+
+# The checker itself must be able to fail: feed it graphs that break the rules.
+
+def _edges(*pairs: tuple[str, str]) -> Edges:
+    edges: Edges = defaultdict(lambda: defaultdict(set))
+    for source, target in pairs:
+        edges[source][target].add(f"connect_runtime.{target}.x")
+    return edges
+
+
+def test_checker_finds_a_cycle() -> None:
+    graph = _edges(("task", "storage"), ("storage", "kafka"), ("kafka", "task"), ("cli", "task"))
+    assert find_cycles(graph) == [["kafka", "storage", "task"]]
+
+
+@pytest.mark.parametrize(("pair", "complaint"), [
+    (("task", "cluster"), "not in a lower layer"),
+    (("rest", "worker"), "not in a lower layer"),
+    (("storage", "protocol"), "not in a lower layer"),  # siblings stay independent
+    (("connectors", "api"), "public API"),
+])
+def test_checker_flags_layer_breaches(pair: tuple[str, str], complaint: str) -> None:
+    problems = layer_violations(_edges(pair), LAYERS)
+    assert len(problems) == 1 and complaint in problems[0]
+
+
+def test_checker_flags_rest_reaching_into_the_herder() -> None:
+    graph: Edges = {"rest": {"cluster": {"connect_runtime.cluster.herder"}}}
+    assert "only" in layer_violations(graph, LAYERS)[0]
+
+
+def test_reader_sees_function_level_and_relative_imports(tmp_path: Path) -> None:
+    package = tmp_path / "pkg"
+    for part in ("task", "cluster", "storage"):
+        (package / part).mkdir(parents=True)
+        (package / part / "__init__.py").write_text("")
+    (package / "__init__.py").write_text("")
+    (package / "task" / "loop.py").write_text(
+        "def f():\n    from connect_runtime.cluster import herder\n"
+        "from ..storage import offsets\n")
+    edges = import_edges({"connect_runtime": package})
+    assert set(edges["task"]) == {"cluster", "storage"}

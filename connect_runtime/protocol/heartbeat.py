@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import quote
 
 import orjson
@@ -93,6 +93,17 @@ def _field(message: dict[str, Any], what: str, name: str, kind: type | tuple[typ
     return value
 
 
+_E = TypeVar("_E", bound=StrEnum)
+
+
+def _choice(message: dict[str, Any], what: str, name: str, kind: type[_E]) -> _E:
+    value = _field(message, what, name, str)
+    try:
+        return kind(value)
+    except ValueError:
+        raise InvalidHeartbeat(f"Invalid {what}: unknown {name} {value!r}") from None
+
+
 @dataclass(frozen=True, slots=True)
 class SlotReport:
     """A slot's state as it reports it. ``restart_seq`` is the last restart counter
@@ -121,15 +132,10 @@ class SlotReport:
         """Parse a report; raises :class:`InvalidHeartbeat` naming the bad field."""
         what = "heartbeat"
         m = _object(body, what)
-        state = _field(m, what, "state", str)
-        try:
-            parsed_state = State(state)
-        except ValueError:
-            raise InvalidHeartbeat(f"Invalid {what}: unknown state {state!r}") from None
         return cls(
             run_id=_field(m, what, "run_id", str),
             generation=_field(m, what, "generation", int),
-            state=parsed_state,
+            state=_choice(m, what, "state", State),
             trace=_field(m, what, "trace", str, optional=True),
             attempt=_field(m, what, "attempt", int),
             restart_seq=_field(m, what, "restart_seq", int, optional=True),
@@ -161,10 +167,5 @@ class SlotAnswer:
         """Parse an answer; raises :class:`InvalidHeartbeat` naming the bad field."""
         what = "heartbeat answer"
         m = _object(body, what)
-        command = _field(m, what, "command", str)
-        try:
-            parsed = Command(command)
-        except ValueError:
-            raise InvalidHeartbeat(f"Invalid {what}: unknown command {command!r}") from None
-        return cls(parsed, _field(m, what, "restart_seq", int),
+        return cls(_choice(m, what, "command", Command), _field(m, what, "restart_seq", int),
                    _field(m, what, "session_key", str, optional=True))

@@ -41,7 +41,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-
 def _trace(exc: BaseException, spec: TaskSpec) -> str:
     text = "".join(traceback.format_exception(exc))
     return f"Task {spec.task_label} (connector {spec.connector}) failed:\n{text}"
@@ -77,9 +76,7 @@ def _run_instance(spec: TaskSpec, control: SlotControl) -> Outcome | None:
         )
         # EXACTLY_ONCE (exactly.once.source.support=enabled): transactions;
         # AT_LEAST_ONCE (disabled or preparing): Connect's WorkerSourceTask.
-        loop = loop_for(started.mode).for_started(deps, started)
-        outcome = loop.run()
-        return outcome
+        return loop_for(started.mode).for_started(deps, started).run()
     except StartupAbandoned as e:
         log.info("task %s: %s", spec.task_label, e)
         return None

@@ -41,10 +41,9 @@ LAYERS: list[set[str]] = [
 
 # Narrower rules on top of the layers, as (importer, imported part) -> allowed modules.
 ONLY: dict[tuple[str, str], set[str]] = {
-    # REST is written against the herder's interface and the slot registry, so it
-    # can be tested with fakes; it never drives the herder's internals.
-    ("rest", "cluster"): {"connect_runtime.cluster.herder_api",
-                          "connect_runtime.cluster.slot_registry"},
+    # REST is written against the herder's interface (the Herder protocol), so it
+    # can be tested with fakes; it never reaches the control plane's internals.
+    ("rest", "cluster"): {"connect_runtime.cluster.herder_api"},
 }
 # Bundled connectors are written as a user's would be: against the public API only.
 PUBLIC_ONLY = {"connectors"}

@@ -11,20 +11,37 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Protocol
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
-from connect_runtime.cluster.slot_registry import SlotRegistry
-from connect_runtime.protocol.heartbeat import HEARTBEAT_ROUTE, SlotReport
+from connect_runtime.protocol.heartbeat import HEARTBEAT_ROUTE, SlotAnswer, SlotReport
 from connect_runtime.rest.routes.internal import verify_internal_request
 
 
+class SlotView(Protocol):
+    def to_dict(self) -> dict[str, Any]: ...
+
+
+class Slots(Protocol):
+    """What the routes need of ``connect_runtime.cluster.slot_registry.SlotRegistry``."""
+
+    def heartbeat(self, connector: str, task: int, report: SlotReport) -> SlotAnswer: ...
+
+    def slots(self) -> Sequence[SlotView]: ...
+
+
 class SlotHost(Protocol):
-    registry: SlotRegistry
-    worker_url: str
+    """What the routes need of the worker's herder."""
+
+    @property
+    def registry(self) -> Slots: ...
+
+    @property
+    def worker_url(self) -> str: ...
 
     @property
     def is_leader(self) -> bool: ...

@@ -79,17 +79,16 @@ def _object(body: bytes, what: str) -> dict[str, Any]:
     return value
 
 
-def _field(message: dict[str, Any], what: str, name: str, kind: type | tuple[type, ...],
+def _field(message: dict[str, Any], what: str, name: str, kind: type,
            *, optional: bool = False) -> Any:
     value = message.get(name)
     if value is None and optional:
         return None
     # bool is an int in Python; a JSON true is not a count.
     if not isinstance(value, kind) or (isinstance(value, bool) and kind is int):
-        expected = kind.__name__ if isinstance(kind, type) else "/".join(k.__name__ for k in kind)
         raise InvalidHeartbeat(
             f"Invalid {what}: field '{name}' must be {'null or ' if optional else ''}"
-            f"{expected}, got {value!r}")
+            f"{kind.__name__}, got {value!r}")
     return value
 
 

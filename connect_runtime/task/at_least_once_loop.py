@@ -247,8 +247,7 @@ class AtLeastOnceTaskLoop(TaskLoop):
             return True
         written = [(key, serialize_value(offset))
                    for key, (_, offset) in self._unflushed.items()]
-        mirror = self.offset_mirror
-        if mirror is not None and not mirror.write_tombstones_first(written, deadline):  # step 3
+        if not self._tombstones_mirrored(written, deadline):  # step 3
             log.warning("Task %s: offset tombstones were not written to the global offsets "
                         "topic within offset.flush.timeout.ms (%.1fs); not writing offsets, "
                         "will try again at the next flush interval",

@@ -275,10 +275,8 @@ class ExactlyOnceTaskLoop(TaskLoop):
 
     def _mirror_tombstones_first(self, written: list[tuple[bytes, bytes | None]],
                                  deadline: float) -> None:
-        """Tombstones reach the global topic before the transaction commits (see
-        :meth:`~connect_runtime.storage.offsets.mirror.GlobalOffsetMirror.write_tombstones_first`)."""
-        if self.offset_mirror is not None and \
-                not self.offset_mirror.write_tombstones_first(written, deadline):
+        """Tombstones reach the global topic before the transaction commits."""
+        if not self._tombstones_mirrored(written, deadline):
             raise ConnectError(f"Task {self.label}: could not write offset tombstones to the "
                                "global offsets topic before committing; not committing")
 

@@ -179,6 +179,15 @@ class TaskLoop(ABC):
         if self.on_paused and not signals.stop:
             self.on_paused(False)
 
+    def _tombstones_mirrored(self, written: list[tuple[bytes, bytes | None]],
+                             deadline: float) -> bool:
+        """False only if the global mirror exists and missed ``deadline`` writing the
+        tombstones of ``written`` (see
+        :meth:`~connect_runtime.storage.offsets.mirror.GlobalOffsetMirror.write_tombstones_first`);
+        each loop decides what that means."""
+        mirror = self.offset_mirror
+        return mirror is None or mirror.write_tombstones_first(written, deadline)
+
     # ----------------------------------------------------------------- hooks
 
     @abstractmethod

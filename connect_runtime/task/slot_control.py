@@ -49,6 +49,8 @@ class SlotControl:
         self.spec = spec
         self.attempt = attempt
         self.run_id = uuid.uuid4().hex
+        # Where the slot runs: fixed for the life of this executor process.
+        self._pid, self._host = os.getpid(), socket.gethostname()
         self.url = heartbeat_url(spec.worker_url, spec.connector, spec.task)
         self.state = State.UNASSIGNED
         self.trace: str | None = None
@@ -118,7 +120,7 @@ class SlotControl:
             run_id=self.run_id, generation=self.spec.generation, state=self.state,
             trace=self.trace, attempt=self.attempt,
             restart_seq=self.restart_seq,  # lets the driver spot reports older than a restart
-            fenced=self.fenced, pid=os.getpid(), host=socket.gethostname(),
+            fenced=self.fenced, pid=self._pid, host=self._host,
         ).to_json()
         try:
             headers = {"Content-Type": "application/json",

@@ -13,7 +13,8 @@
     ├── AlreadyExistsException       the connector already exists        (REST 409)
     ├── ConflictException            state changed under the request     (REST 409)
     ├── BadRequestException          the request itself is malformed     (REST 400)
-    │   └── InvalidHeartbeat         (protocol.heartbeat) a slot's report or answer is malformed
+    │   └── InvalidSlotMessage       (protocol.slot_channel) a slot's hello, report or
+    │                                answer is malformed
     ├── RequestSignatureException    an internal request's KIP-507 signature is missing,
     │                                forged or cannot be checked yet     (REST 400/403/503)
     ├── NotLeaderException           only the leader may do this; carries the leader URL

@@ -1,7 +1,9 @@
 """Finding connector classes, the way Kafka Connect resolves ``connector.class``.
 
 Installed plugins register their :class:`SourceConnector` classes as entry
-points in the group ``connect_runtime.connectors``; those are the *known*
+points in the group ``connect_runtime.connectors``. Those, plus the concrete
+SourceConnector subclasses defined in the modules of ``plugin.path``
+(:func:`register_plugin_modules`, subpackages included), are the *known*
 plugins (listed by ``GET /connector-plugins``). ``connector.class`` may name:
 
 1. an entry point name (``SequenceSourceConnector``);
@@ -11,14 +13,22 @@ plugins (listed by ``GET /connector-plugins``). ``connector.class`` may name:
 
 A plugin whose module fails to import is skipped with a warning, so one broken
 install does not take every other connector down with it.
+
+Entry points are read at every call (an install shows up without a restart);
+``plugin.path`` modules are scanned once, when registered.
 """
 
 from __future__ import annotations
 
 import importlib
+import inspect
 import logging
+import pkgutil
+import threading
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
+from types import ModuleType
 from typing import Any
 
 from connect_runtime.api.connector import SourceConnector
@@ -28,6 +38,10 @@ log = logging.getLogger(__name__)
 
 ENTRY_POINT_GROUP = "connect_runtime.connectors"
 _KEY = "connector.class"
+
+# plugin.path classes: ``module.Class`` -> class (see register_plugin_modules).
+_path_plugins: dict[str, type[SourceConnector]] = {}
+_registry_lock = threading.Lock()
 
 
 def qualified_name(cls: type) -> str:
@@ -55,7 +69,8 @@ def _load_entry_point(ep: EntryPoint) -> type | None:
 
 
 def _known_plugins() -> dict[str, type[SourceConnector]]:
-    """Entry point name -> class, for every loadable SourceConnector entry point."""
+    """Entry point name -> class, for every loadable SourceConnector entry point, then
+    ``module.Class`` -> class for the plugin.path classes."""
     found: dict[str, type[SourceConnector]] = {}
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         cls = _load_entry_point(ep)
@@ -66,7 +81,62 @@ def _known_plugins() -> dict[str, type[SourceConnector]]:
                         ep.name, ep.value)
             continue
         found[ep.name] = cls
+    with _registry_lock:
+        for name, cls in _path_plugins.items():
+            found.setdefault(name, cls)
     return found
+
+
+def register_plugin_modules(modules: Iterable[str]) -> None:
+    """Make the SourceConnector classes defined in ``modules`` known plugins.
+
+    ``modules`` are top-level names (``PluginPath.modules``); packages are walked
+    with their subpackages. Everything is imported now, so a module that fails
+    to import is logged (once) at worker startup and skipped. Replaces an
+    earlier registration; an empty ``modules`` clears it.
+    """
+    found: dict[str, type[SourceConnector]] = {}
+    for top in modules:
+        for module in _walk(top):
+            for cls in _connectors_defined_in(module):
+                found.setdefault(qualified_name(cls), cls)
+    with _registry_lock:
+        _path_plugins.clear()
+        _path_plugins.update(found)
+    if found:
+        log.info("Connector plugins from plugin.path: %s", ", ".join(sorted(found)))
+
+
+def _walk(top: str) -> Iterator[ModuleType]:
+    """``top`` and, for a package, every submodule that imports."""
+    module = _import_or_warn(top)
+    if module is None:
+        return
+    yield module
+    path = getattr(module, "__path__", None)
+    if path is None:
+        return
+    # walk_packages imports subpackages itself to look inside them; its failures
+    # are the ones _import_or_warn has just logged.
+    for info in pkgutil.walk_packages(path, prefix=f"{top}.", onerror=lambda name: None):
+        sub = _import_or_warn(info.name)
+        if sub is not None:
+            yield sub
+
+
+def _import_or_warn(name: str) -> ModuleType | None:
+    try:
+        return importlib.import_module(name)
+    except Exception as e:  # a broken module must not hide the others
+        log.warning("Skipping plugin module %s: %s: %s", name, type(e).__name__, e)
+        return None
+
+
+def _connectors_defined_in(module: ModuleType) -> list[type[SourceConnector]]:
+    """Concrete SourceConnector subclasses whose home is ``module`` (not re-exports)."""
+    return [obj for obj in vars(module).values()
+            if isinstance(obj, type) and issubclass(obj, SourceConnector)
+            and obj.__module__ == module.__name__ and not inspect.isabstract(obj)]
 
 
 def _import_path(name: str) -> type | None:

@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import shutil
 import signal
+import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -33,6 +35,8 @@ from connect_runtime.cluster.spark_runner import SparkTaskRunner
 from connect_runtime.config.worker_config import WorkerConfig
 from connect_runtime.kafka.clients import create_admin
 from connect_runtime.kafka.topics import InternalTopicSettings, ensure_internal_topics
+from connect_runtime.plugin_path import PluginPath
+from connect_runtime.plugins import register_plugin_modules
 from connect_runtime.rest import create_app
 from connect_runtime.rest.routes.slots import slots_router
 from connect_runtime.storage.config_store import ConfigStore
@@ -85,8 +89,13 @@ class Worker:
         self.status_store = StatusStore.from_worker_config(config, admin=admin)
         self.offset_store = OffsetStore.from_worker_config(config, admin=admin)
         self.config_store = ConfigStore.from_worker_config(config, admin=admin)
-        self.runner = SparkTaskRunner(config.spark_conf(), f"connect-runtime-{config.group_id}",
-                                      on_job_failed=self._on_job_failed)
+        # plugin.path: importable here, and one zip per plugin shipped to the executors.
+        self._plugin_staging = tempfile.mkdtemp(prefix="connect-plugins-")
+        plugin_path = PluginPath.load(config["plugin.path"], self._plugin_staging)
+        register_plugin_modules(plugin_path.modules)
+        self.runner = SparkTaskRunner(config.spark_settings(), f"connect-runtime-{config.group_id}",
+                                      on_job_failed=self._on_job_failed,
+                                      py_files=plugin_path.archives)
         self.herder: DistributedHerder | None = None
         self.membership: GroupMembership | None = None
 
@@ -118,9 +127,11 @@ class Worker:
         self.membership.start()
         self.config_store.start(STARTUP_READ_TIMEOUT_S)
         self.config_store.set_listener(_WakeOnChange(herder))
-        # Every worker starts Spark, leaders and standbys alike: a follower that
-        # takes over then only needs its tasks to start, not a JVM.
-        threading.Thread(target=self._start_spark, name="spark-start", daemon=True).start()
+        # With a local master every worker starts Spark, leaders and standbys alike:
+        # a follower that takes over then only needs its tasks to start, not a JVM.
+        # With a cluster master only the leader does (SparkTaskRunner.per_leader).
+        if not self.runner.per_leader:
+            self.runner.start_in_background()
         herder.start()
         herder.started.set()
         return herder
@@ -144,12 +155,6 @@ class Worker:
         if self.membership is not None:
             self.membership.stop()
 
-    def _start_spark(self) -> None:
-        try:
-            self.runner.start()
-        except Exception:
-            log.exception("Spark failed to start; tasks cannot run on this worker")
-
     def _cluster_id(self) -> str:
         try:
             cluster = self.admin.describe_cluster(request_timeout=30).result(timeout=30)
@@ -166,6 +171,7 @@ class Worker:
                 store.stop()
             except Exception:
                 log.warning("stopping %s failed", type(store).__name__, exc_info=True)
+        shutil.rmtree(self._plugin_staging, ignore_errors=True)
 
 
 def build_app(herder: DistributedHerder) -> Any:
@@ -181,7 +187,7 @@ class _Server(uvicorn.Server):
     """uvicorn with the worker's shutdown order.
 
     On SIGTERM/SIGINT the worker first stops its tasks gracefully, which needs
-    REST (slots learn "stop" through their heartbeats), and only then stops
+    REST (slots learn "stop" through their channels), and only then stops
     serving. uvicorn's own handling would close REST first and then re-raise the
     signal, killing the process before the tasks' final commits. A second signal
     skips the graceful part.
@@ -224,8 +230,11 @@ def run_worker(config: WorkerConfig) -> int:
     try:
         herder = worker.start()
         host, port = config.listener()
+        # No WebSocket pings from the server: slot channels carry their own
+        # keepalives, and 2,000 pings every 20 s would cost more than they do.
         server = _Server(uvicorn.Config(build_app(herder), host=host, port=port,
-                                        log_level="warning", lifespan="off"),
+                                        log_level="warning", lifespan="off",
+                                        ws="websockets-sansio", ws_ping_interval=None),
                          before_exit=worker.stop_tasks_and_leave)
         log.info("worker %s serving REST on %s:%d", config.worker_id, host, port)
         server.run()  # handles SIGTERM/SIGINT by returning

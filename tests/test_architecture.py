@@ -31,7 +31,7 @@ LAYERS: list[set[str]] = [
     {"cluster"},  # control plane (driver)
     {"task"},  # data plane (executors)
     {"protocol", "storage"},
-    {"kafka", "plugins"},
+    {"kafka", "plugins", "plugin_path"},
     {"config"},
     {"converters"},
     {ROOT},

@@ -30,6 +30,6 @@ def test_every_runtime_exception_descends_from_connect_error() -> None:
     classes = _runtime_exception_classes()
     # The walk reaches the subpackages installed from rest/ and protocol/.
     assert "connect_runtime.rest.errors.HttpError" in classes
-    assert "connect_runtime.protocol.heartbeat.InvalidHeartbeat" in classes
+    assert "connect_runtime.protocol.slot_channel.InvalidSlotMessage" in classes
     strays = sorted(name for name, cls in classes.items() if not issubclass(cls, ConnectError))
     assert strays == []

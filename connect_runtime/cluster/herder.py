@@ -67,6 +67,9 @@ log = logging.getLogger(__name__)
 
 READ_TIMEOUT_S = 60.0
 RECONCILE_PERIOD_S = 1.0
+# A task Spark has not started this long after submission, while Spark lacks
+# slots, gets the reason in its (UNASSIGNED) status.
+WAITING_NOTE_AFTER_S = 10.0
 _INITIAL_STATES = {
     None: TargetState.STARTED, "RUNNING": TargetState.STARTED,
     "PAUSED": TargetState.PAUSED, "STOPPED": TargetState.STOPPED,
@@ -117,6 +120,7 @@ class DistributedHerder:
 
     def start(self) -> None:
         self._thread.start()
+        self.registry.start()
 
     # ----------------------------------------------------------- leadership
 
@@ -140,6 +144,8 @@ class DistributedHerder:
                     self._leader = True
                     self.config_store.put_leader(self.worker_url, self.worker_id)
                     self._ensure_session_key()
+                    if self.runner.per_leader:
+                        self.runner.start_in_background()  # submit() waits for it
                     break
                 except Exception:
                     self._leader = False
@@ -158,6 +164,8 @@ class DistributedHerder:
                 host.stop()
             self._hosted.clear()
             self._failed_jobs.clear()
+            if self.runner.per_leader:
+                self.runner.shutdown()  # releases this application's executors
             self.config_store.relinquish_write_privileges()
         log.info("stepped down: tasks and connectors stopped, config writes relinquished")
 
@@ -209,6 +217,7 @@ class DistributedHerder:
             self._stop_tasks(name)
         for host in self._hosted.values():
             host.stop()
+        self.registry.stop()
 
     def wake(self) -> None:
         self._wake.set()
@@ -227,11 +236,13 @@ class DistributedHerder:
                 key.key, key.algorithm, key.creation_ms))
 
     def note_session_key(self, current: bytes | None = None) -> None:
-        """Called on every key record: see :meth:`SessionKeys.note`."""
+        """Called on every key record: see :meth:`SessionKeys.note`. Connected
+        slots get the new key pushed, so they keep signing after rotations."""
         self._keys.note(current)
+        self.registry.push_all()
 
     def session_key_b64(self) -> str | None:
-        """The current key, base64, as heartbeat answers hand it to slots."""
+        """The current key, base64, as slot answers hand it to slots."""
         return self._keys.current_b64()
 
     def verify_internal_request(self, headers: dict[str, str], body: bytes) -> None:
@@ -255,7 +266,7 @@ class DistributedHerder:
         return ServerInfo(__version__, "unknown", self.kafka_cluster_id)
 
     def health(self) -> HealthInfo:
-        if not (self.started.is_set() and self.runner.ready.is_set()):
+        if not (self.started.is_set() and self.runner.healthy):
             return HealthInfo("starting", "Worker is still starting up.")
         if not self._thread.is_alive():
             return HealthInfo("unhealthy", "The worker's herder thread has stopped.")
@@ -464,6 +475,14 @@ class DistributedHerder:
                     self._running_generation):
                 self._reconcile(name, snap)
                 snap = self._snapshot()
+            self._note_waiting_tasks()
+
+    def _note_waiting_tasks(self) -> None:
+        """Tasks Spark has not started because it lacks slots: say so in their
+        status, not only in the worker's log."""
+        message = self.runner.shortfall()
+        if message is not None:
+            self.registry.note_waiting(WAITING_NOTE_AFTER_S, message)
 
     def _reconcile(self, name: str, snap: ClusterConfigState) -> None:
         config = snap.connector_config(name)

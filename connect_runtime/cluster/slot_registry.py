@@ -1,26 +1,39 @@
 """Driver-side view of the task slots running on Spark executors.
 
-Slots heartbeat to the worker (:mod:`connect_runtime.protocol.heartbeat`); the
-registry records what they report, tells the herder about state changes (which
-it writes to the status topic), and answers with what the slot should do.
+Each slot holds a channel to this worker (:mod:`connect_runtime.protocol.slot_channel`).
+The registry records what slots report, tells the herder about state changes
+(which it writes to the status topic), pushes commands to them, and declares a
+slot *lost* when its channel closes abnormally or stays silent for
+``LIVENESS_TIMEOUT_S``: the task shows FAILED with where it ran, promptly,
+instead of RUNNING until Spark notices the dead executor.
 
-A heartbeat from a slot of an older generation, or of a connector no longer
-hosted here, is answered "stop" and its reports are ignored: only the current
-generation speaks for a task's status.
+A slot of an older generation, or of a connector no longer hosted here, is told
+to stop and does not speak for the task: only the current generation does.
 """
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from connect_runtime.protocol.heartbeat import Command, SlotAnswer, SlotReport
+from connect_runtime.protocol.slot_channel import (
+    LIVENESS_TIMEOUT_S,
+    Command,
+    SlotAnswer,
+    SlotHello,
+    SlotReport,
+)
 from connect_runtime.protocol.states import State
 
 StateListener = Callable[[str, int, State, "str | None"], None]
+Push = Callable[[SlotAnswer | None], None]
+"""Sends an answer down one slot's channel; ``None`` closes the channel as lost.
+Called from any thread, never blocks (the channel queues it)."""
 
 
 @dataclass
@@ -31,61 +44,112 @@ class SlotView:
     restart_seq: int = 0
     state: State = State.UNASSIGNED
     trace: str | None = None
+    run_id: str | None = None
     pid: int | None = None
     host: str | None = None
     attempt: int = 0
     last_seen: float = 0.0
+    connected: bool = False
     # The slot's producer was fenced by another producer with its transactional.id.
     fenced: bool = False
+    # The registry declared the slot lost; lost_restart_seq is the restart counter then.
+    lost: bool = False
+    lost_restart_seq: int = 0
+    opened_at: float = 0.0  # when the generation was submitted (registry clock)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "connector": self.connector, "task": self.task, "generation": self.generation,
             "state": self.state.value, "pid": self.pid, "host": self.host,
             "attempt": self.attempt, "restart_seq": self.restart_seq, "fenced": self.fenced,
+            "connected": self.connected, "lost": self.lost,
             "last_seen_ms_ago": int((time.monotonic() - self.last_seen) * 1000)
             if self.last_seen else None,
         }
 
 
+@dataclass(eq=False)
+class SlotChannel:
+    """One open channel of one slot; a reconnect makes a new one."""
+
+    key: tuple[str, int]
+    run_id: str
+    push: Push
+    serial: int
+
+
 class SlotRegistry:
     """The slots of the connectors this worker hosts, keyed by (connector, task).
 
-    Thread-safe: REST heartbeats, the herder's reconcile thread and status reads
-    call it concurrently. ``on_state_change`` is called outside the lock.
+    Thread-safe: channel handlers (on the REST event loop), the herder's
+    reconcile thread, the liveness thread and status reads call it concurrently.
+    Methods called from the event loop never block: ``keepalive`` only stamps a
+    time; ``report`` and ``disconnect`` may call ``on_state_change`` (a status
+    write), so the channel handler runs them on a thread. ``on_state_change``
+    and pushes are called outside the lock; state changes reach
+    ``on_state_change`` in the order the registry recorded them.
     """
 
-    def __init__(self, on_state_change: StateListener) -> None:
+    def __init__(self, on_state_change: StateListener, *,
+                 liveness_timeout_s: float = LIVENESS_TIMEOUT_S,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self._on_state_change = on_state_change
+        self._timeout = liveness_timeout_s
+        self._clock = clock
         self._lock = threading.Lock()
         self._generation: dict[str, int] = {}
         self._command: dict[str, Command] = {}
         self._slots: dict[tuple[str, int], SlotView] = {}
+        self._channels: dict[tuple[str, int], SlotChannel] = {}
+        self._serials = itertools.count(1)
+        # State changes, queued under _lock (so in the order the registry saw
+        # them) and delivered in that order under _delivery_lock, outside _lock.
+        # Two threads writing one task's status must not reorder it: a stale
+        # UNASSIGNED written after a fresh RUNNING would stick.
+        self._events: deque[tuple[str, int, State, str | None]] = deque()
+        self._delivery_lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # ------------------------------------------------------------ the herder
 
     def open(self, connector: str, generation: int, task_count: int, paused: bool) -> None:
         """A new generation of ``connector`` is being submitted to Spark."""
         with self._lock:
-            self._drop(connector)
+            stopped = self._drop(connector)
             self._generation[connector] = generation
             self._command[connector] = Command.PAUSE if paused else Command.RUN
             for task in range(task_count):
-                self._slots[(connector, task)] = SlotView(connector, task, generation)
+                self._slots[(connector, task)] = SlotView(connector, task, generation,
+                                                          opened_at=self._clock())
+        self._send(stopped)
 
     def set_paused(self, connector: str, paused: bool) -> None:
         with self._lock:
-            if connector in self._command:
-                self._command[connector] = Command.PAUSE if paused else Command.RUN
+            command = Command.PAUSE if paused else Command.RUN
+            if self._command.get(connector, command) is command:
+                return
+            self._command[connector] = command
+            pushes = [(ch.push, self._answer(self._slots[k]))
+                      for k, ch in self._channels.items() if k[0] == connector]
+        self._send(pushes)
 
     def close(self, connector: str) -> None:
-        """Ask every slot of ``connector`` to stop; later heartbeats are answered "stop"."""
+        """Tell every slot of ``connector`` to stop and forget them."""
         with self._lock:
-            self._drop(connector)
+            stopped = self._drop(connector)
+        self._send(stopped)
 
-    def _drop(self, connector: str) -> None:
+    def _drop(self, connector: str) -> list[tuple[Push, SlotAnswer | None]]:
         self._generation.pop(connector, None)
         self._command.pop(connector, None)
+        stopped: list[tuple[Push, SlotAnswer | None]] = []
         for key in [k for k in self._slots if k[0] == connector]:
-            del self._slots[key]
+            slot = self._slots.pop(key)
+            channel = self._channels.pop(key, None)
+            if channel is not None:
+                stopped.append((channel.push, SlotAnswer.stop(slot.restart_seq)))
+        return stopped
 
     def restart(self, connector: str, task: int) -> bool:
         """Bump the task's restart counter; False if no slot of it is hosted here."""
@@ -97,7 +161,28 @@ class SlotRegistry:
             # The herder has written RESTARTING; whatever the slot reports next is news,
             # even the same FAILED trace as before.
             slot.state, slot.trace = State.RESTARTING, None
-            return True
+            channel = self._channels.get((connector, task))
+            pushes = [] if channel is None else [(channel.push, self._answer(slot))]
+        self._send(pushes)
+        return True
+
+    def note_waiting(self, longer_than_s: float, why: str) -> None:
+        """Put ``why`` in the (UNASSIGNED) status of every slot submitted longer ago
+        than ``longer_than_s`` that never connected: Spark has not started it.
+        Once per slot and generation."""
+        deadline = self._clock() - longer_than_s
+        with self._lock:
+            for slot in self._slots.values():
+                if slot.run_id is None and slot.opened_at < deadline \
+                        and slot.state is State.UNASSIGNED and slot.trace is None:
+                    self._change(slot, State.UNASSIGNED, why)
+        self._deliver()
+
+    def push_all(self) -> None:
+        """Send every connected slot its answer again (the session key rotated)."""
+        with self._lock:
+            pushes = [(ch.push, self._answer(self._slots[k])) for k, ch in self._channels.items()]
+        self._send(pushes)
 
     def slot(self, connector: str, task: int) -> SlotView | None:
         with self._lock:
@@ -108,27 +193,137 @@ class SlotRegistry:
         with self._lock:
             return [SlotView(**s.__dict__) for s in self._slots.values()]
 
-    def heartbeat(self, connector: str, task: int, report: SlotReport) -> SlotAnswer:
-        """Record a slot's report and answer with its command (no session key:
-        the route adds it)."""
-        changed: tuple[State, str | None] | None = None
+    # ------------------------------------------------------------ the channels
+
+    def connect(self, connector: str, task: int, hello: SlotHello,
+                push: Push) -> SlotChannel | None:
+        """A slot opened its channel. None: no such task or generation here (the
+        handler tells it to stop). Otherwise the answer is pushed at once."""
+        key = (connector, task)
         with self._lock:
-            slot = self._slots.get((connector, task))
-            if slot is None or report.generation != slot.generation:
-                return SlotAnswer.stop()
-            slot.last_seen = time.monotonic()
-            slot.pid, slot.host, slot.attempt = report.pid, report.host, report.attempt
-            state, trace = report.state, report.trace
+            slot = self._slots.get(key)
+            if slot is None or hello.generation != slot.generation:
+                return None
+            replaced = self._channels.get(key)
+            channel = SlotChannel(key, hello.run_id, push, next(self._serials))
+            self._channels[key] = channel
+            restart_pending = False
+            if slot.lost and hello.run_id != slot.run_id:
+                # A new process (Spark re-ran the slot). If the user restarted the
+                # task after the old one was lost, that restart is for this one.
+                restart_pending = slot.restart_seq > slot.lost_restart_seq
+            if hello.run_id != slot.run_id:
+                slot.lost = False
+            slot.run_id, slot.pid, slot.host = hello.run_id, hello.pid, hello.host
+            slot.attempt, slot.connected, slot.last_seen = hello.attempt, True, self._clock()
+            answer = self._answer(slot, restart_pending=restart_pending)
+        pushes: list[tuple[Push, SlotAnswer | None]] = [(push, answer)]
+        if replaced is not None:
+            pushes.append((replaced.push, None))  # the old connection of a reconnecting slot
+        self._send(pushes)
+        return channel
+
+    def keepalive(self, channel: SlotChannel) -> None:
+        """The slot is alive. Cheap: called for every frame, on the event loop."""
+        slot = self._slots.get(channel.key)
+        if slot is not None and self._channels.get(channel.key) is channel:
+            slot.last_seen = self._clock()
+
+    def report(self, channel: SlotChannel, report: SlotReport) -> None:
+        """Record a slot's report; a change of state is passed to ``on_state_change``."""
+        with self._lock:
+            slot = self._slots.get(channel.key)
+            if slot is None or self._channels.get(channel.key) is not channel:
+                return  # a stale channel (replaced, or the generation was closed)
+            slot.last_seen = self._clock()
             slot.fenced = report.fenced
             seen = report.restart_seq
             # A report sent before the slot heard of a restart describes the instance
             # being restarted (typically its FAILED state): it must not overwrite
             # the RESTARTING the herder just recorded.
             stale = seen is not None and seen < slot.restart_seq
-            if not stale and (state, trace) != (slot.state, slot.trace):
-                slot.state, slot.trace = state, trace
-                changed = (state, trace)
-            answer = SlotAnswer(self._command[connector], slot.restart_seq)
-        if changed is not None:
-            self._on_state_change(connector, task, changed[0], changed[1])
-        return answer
+            slot.lost = False  # if it was: the same process speaks again, its state stands
+            if not stale and (report.state, report.trace) != (slot.state, slot.trace):
+                self._change(slot, report.state, report.trace)
+        self._deliver()
+
+    def disconnect(self, channel: SlotChannel, clean: bool) -> None:
+        """The channel closed. ``clean``: the slot said goodbye (its last report
+        stands); otherwise its process or executor died and the slot is lost."""
+        with self._lock:
+            if self._channels.get(channel.key) is not channel:
+                return
+            del self._channels[channel.key]
+            slot = self._slots.get(channel.key)
+            if slot is None:
+                return
+            slot.connected = False
+            if not clean:
+                self._mark_lost(slot, "its connection to the worker closed without a final report")
+        self._deliver()
+
+    def check_liveness(self) -> None:
+        """Declare lost every connected slot silent for longer than the timeout."""
+        deadline = self._clock() - self._timeout
+        pushes: list[tuple[Push, SlotAnswer | None]] = []
+        with self._lock:
+            for key, channel in list(self._channels.items()):
+                slot = self._slots[key]
+                if slot.last_seen < deadline:
+                    del self._channels[key]
+                    slot.connected = False
+                    self._mark_lost(slot, f"nothing was heard from it for {self._timeout:.0f} s")
+                    pushes.append((channel.push, None))
+        self._send(pushes)
+        self._deliver()
+
+    def start(self) -> None:
+        """Check liveness every second on a daemon thread until :meth:`stop`."""
+        self._thread = threading.Thread(target=self._liveness_loop, name="slot-liveness",
+                                        daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(5)
+
+    def _liveness_loop(self) -> None:
+        while not self._stop.wait(1.0):
+            self.check_liveness()
+
+    # ------------------------------------------------------------ internals
+
+    def _answer(self, slot: SlotView, *, restart_pending: bool = False) -> SlotAnswer:
+        return SlotAnswer(self._command[slot.connector], slot.restart_seq,
+                          restart_pending=restart_pending)
+
+    def _mark_lost(self, slot: SlotView, why: str) -> None:
+        """Mark ``slot`` lost (under the lock); FAILED with where it ran, if that is news."""
+        if slot.state is State.UNASSIGNED:
+            return  # the slot ended (stopped) or never started: nothing ran
+        slot.lost, slot.lost_restart_seq = True, slot.restart_seq
+        if slot.state is State.FAILED:
+            return  # already FAILED; its trace says why, which is more useful
+        self._change(slot, State.FAILED, (
+            f"Task {slot.connector}-{slot.task} lost: {why}. It ran in Spark attempt "
+            f"{slot.attempt} of its slot, in process {slot.pid} on host {slot.host}. The "
+            "executor or the Python worker running it most likely died; its open "
+            "transaction, if any, was never committed. Spark re-runs the slot when it "
+            "notices. Restart the task to resume from its last committed offsets."))
+
+    def _change(self, slot: SlotView, state: State, trace: str | None) -> None:
+        """Record a new state (under the lock) and queue it for ``on_state_change``."""
+        slot.state, slot.trace = state, trace
+        self._events.append((slot.connector, slot.task, state, trace))
+
+    def _deliver(self) -> None:
+        """Pass queued state changes to ``on_state_change``, in order (outside the lock)."""
+        with self._delivery_lock:
+            while self._events:
+                self._on_state_change(*self._events.popleft())
+
+    @staticmethod
+    def _send(pushes: Sequence[tuple[Push, SlotAnswer | None]]) -> None:
+        for push, answer in pushes:
+            push(answer)

@@ -7,10 +7,15 @@ named after it, so a connector's tasks do not queue behind another's.
 
 Spark must not silently re-run a failed task (Connect semantics: FAILED until a
 REST restart). Slots never raise for task errors; a *killed* slot's retry
-reports FAILED instead of resuming. For retries to exist at all in local mode,
-``local[N]`` becomes ``local[N,4]`` (Spark's syntax for N threads with up to 4
-attempts per task); otherwise one dead Python worker would abort the whole job
-and every sibling task with it.
+reports FAILED instead of resuming (:mod:`connect_runtime.config.spark_settings`
+keeps retries possible and speculation off).
+
+The session: with a ``local`` master every worker starts Spark at startup, so
+a follower that takes over only needs its tasks to start. With a cluster master
+(standalone, Kubernetes, YARN) only the leader holds a session: an application
+holds executors (cores) as long as it lives, and a standby's would take cores
+the leader's tasks need. The leader starts its session when elected and stops
+it when it steps down, which releases its executors to the next leader.
 
 Stopping: slots are asked to stop (graceful, with a final commit); after
 ``task.shutdown.graceful.timeout.ms`` the job group is cancelled, which kills
@@ -21,33 +26,23 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import sys
 import threading
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from connect_runtime.config.spark_settings import SparkSettings
 from connect_runtime.protocol.task_spec import TaskSpec
 from connect_runtime.task.slot import slot_partition
 
 log = logging.getLogger(__name__)
 
-_LOCAL_MASTER = re.compile(r"^local\[(\*|\d+)\]$")
-SLOT_MAX_ATTEMPTS = 4
+SESSION_START_TIMEOUT_S = 300.0
 
 JobFailureListener = Callable[[str, int, str], None]
-
-
-def effective_master(master: str) -> str:
-    """``local[N]`` -> ``local[N,4]``; ``local`` -> ``local[1,4]``; others unchanged."""
-    if master == "local":
-        return f"local[1,{SLOT_MAX_ATTEMPTS}]"
-    match = _LOCAL_MASTER.match(master)
-    if match:
-        return f"local[{match.group(1)},{SLOT_MAX_ATTEMPTS}]"
-    return master
 
 
 @dataclass
@@ -66,48 +61,75 @@ class ConnectorJob:
 class SparkTaskRunner:
     """Owns the SparkSession and the per-connector jobs."""
 
-    def __init__(self, spark_conf: dict[str, str], app_name: str,
-                 on_job_failed: JobFailureListener) -> None:
-        self._conf = dict(spark_conf)
+    def __init__(self, settings: SparkSettings, app_name: str,
+                 on_job_failed: JobFailureListener,
+                 py_files: Sequence[str | Path] = ()) -> None:
+        self._settings = settings
+        self._py_files = list(py_files)  # plugin.path zips, shipped with addPyFile
         self._app_name = app_name
         self._on_job_failed = on_job_failed
         self._session: Any = None
         self._jobs: dict[str, ConnectorJob] = {}
         self._lock = threading.Lock()
+        self._session_lock = threading.Lock()
         self.ready = threading.Event()
 
-    def start(self) -> None:
-        """Create the SparkSession (seconds: it starts a JVM). Executors run this interpreter."""
-        os.environ["PYSPARK_PYTHON"] = sys.executable
-        os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-        from pyspark.sql import SparkSession
+    @property
+    def per_leader(self) -> bool:
+        """Only the leader holds a session (a cluster master); see the module docstring."""
+        return not self._settings.local
 
-        builder = SparkSession.builder.appName(self._app_name)
-        conf = {
-            "spark.scheduler.mode": "FAIR",
-            "spark.ui.enabled": "false",
-            "spark.ui.showConsoleProgress": "false",
-            "spark.task.maxFailures": str(SLOT_MAX_ATTEMPTS),
-            **self._conf,
-            "spark.pyspark.python": sys.executable,
-        }
-        conf["spark.master"] = effective_master(conf.get("spark.master", "local[*]"))
-        if conf["spark.master"].startswith("local"):
-            # Everything is in this process: keep Spark's driver on loopback instead
-            # of whatever interface the host name resolves to.
-            conf.setdefault("spark.driver.host", "127.0.0.1")
-            conf.setdefault("spark.driver.bindAddress", "127.0.0.1")
-        for key, value in conf.items():
-            builder = builder.config(key, value)
-        self._session = builder.getOrCreate()
-        self._session.sparkContext.setLogLevel(conf.get("spark.log.level", "WARN"))
-        log.info("SparkSession started (master %s)", conf["spark.master"])
-        self.ready.set()
+    @property
+    def healthy(self) -> bool:
+        """For ``/health``: a local session must be up; a per-leader one starts on election."""
+        return self.per_leader or self.ready.is_set()
+
+    def start(self) -> None:
+        """Create the SparkSession (seconds: it starts a JVM, and on a cluster it
+        registers an application). Idempotent."""
+        with self._session_lock:
+            if self._session is not None:
+                return
+            os.environ["PYSPARK_PYTHON"] = self._settings.conf["spark.pyspark.python"]
+            os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+            from pyspark.sql import SparkSession
+
+            builder = SparkSession.builder.appName(self._app_name)
+            for key, value in self._settings.conf.items():
+                builder = builder.config(key, value)
+            self._session = builder.getOrCreate()
+            sc = self._session.sparkContext
+            for f in self._py_files:
+                sc.addPyFile(str(f))
+            sc.setLogLevel(self._settings.conf.get("spark.log.level", "WARN"))
+            log.info("SparkSession started (master %s)", self._settings.master)
+            self.ready.set()
+
+    def start_in_background(self) -> None:
+        def run() -> None:
+            try:
+                self.start()
+            except Exception:
+                log.exception("Spark failed to start; tasks cannot run on this worker")
+        threading.Thread(target=run, name="spark-start", daemon=True).start()
+
+    def capacity(self) -> int | None:
+        """Task slots Spark has now (executor cores / ``spark.task.cpus``); None
+        before the session is up."""
+        if self._session is None:
+            return None
+        cores = int(self._session.sparkContext.defaultParallelism)
+        return cores // self._settings.task_cpus
+
+    def busy_slots(self) -> int:
+        """Slots held by the jobs that are running."""
+        with self._lock:
+            return sum(j.task_count for j in self._jobs.values() if not j.done.is_set())
 
     def submit(self, connector: str, generation: int, specs: list[TaskSpec]) -> ConnectorJob:
         """Start the job for one generation of ``connector``. Previous job must be stopped."""
-        if not self.ready.wait(300):
-            raise RuntimeError("SparkSession did not start within 300s")
+        if not self.ready.wait(SESSION_START_TIMEOUT_S):
+            raise RuntimeError(f"SparkSession did not start within {SESSION_START_TIMEOUT_S:.0f}s")
         group = f"connect-{connector}-{generation}"
         job = ConnectorJob(connector, generation, len(specs), group)
         job.thread = threading.Thread(target=self._run_job, args=(job, specs), daemon=True,
@@ -123,15 +145,26 @@ class SparkTaskRunner:
 
     def _warn_if_short_of_slots(self, connector: str, needed: int, busy: int) -> None:
         # Every task holds a Spark task slot for as long as it runs; Spark queues
-        # what does not fit, and those tasks stay UNASSIGNED without an error.
-        slots = int(self._session.sparkContext.defaultParallelism)
-        if busy + needed > slots:
-            log.warning(
-                "connector %s needs %d Spark task slot(s) but only %d of %d are free "
-                "(other connectors' tasks hold %d): %d task(s) stay UNASSIGNED until slots "
-                "free up. Give Spark more cores (spark.master=local[N], or more executors).",
-                connector, needed, max(slots - busy, 0), slots, busy,
-                min(needed, busy + needed - slots))
+        # what does not fit, and those tasks stay UNASSIGNED (the herder puts the
+        # reason in their status once they have waited a while: shortfall()).
+        message = self.shortfall()
+        if message is not None:
+            log.warning("connector %s (%d task(s); other connectors' tasks hold %d): %s",
+                        connector, needed, busy, message)
+
+    def shortfall(self) -> str | None:
+        """Why tasks wait for Spark, if the running jobs need more slots than Spark has."""
+        capacity, busy = self.capacity(), self.busy_slots()
+        if capacity is None or busy <= capacity:
+            return None
+        cpus = self._settings.task_cpus
+        how = ("spark.master=local[N] with a larger N" if self._settings.local else
+               "more executors or cores (spark.executor.instances, spark.executor.cores, "
+               "spark.cores.max)")
+        return (f"Waiting for a Spark task slot: the running connectors' tasks need {busy} "
+                f"slot(s) and Spark has {capacity} ({capacity * cpus} executor core(s) / "
+                f"spark.task.cpus={cpus}); each task holds one slot while it runs. Give Spark "
+                f"{how}, or lower tasks.max.")
 
     def _run_job(self, job: ConnectorJob, specs: list[TaskSpec]) -> None:
         sc = self._session.sparkContext
@@ -160,7 +193,7 @@ class SparkTaskRunner:
         job = self.job(connector)
         if job is None:
             return
-        if not job.done.wait(graceful_timeout_s + 2.0):  # + heartbeat round trips
+        if not job.done.wait(graceful_timeout_s + 2.0):  # + channel round trips
             log.warning("tasks of %s did not stop within %.1fs; cancelling their Spark job",
                         connector, graceful_timeout_s)
             job.cancelled = True
@@ -171,6 +204,10 @@ class SparkTaskRunner:
                 del self._jobs[connector]
 
     def shutdown(self) -> None:
-        if self._session is not None:
-            self._session.stop()
-            self._session = None
+        """Stop the session (a cluster application: its executors are released)."""
+        with self._session_lock:
+            self.ready.clear()
+            if self._session is not None:
+                self._session.stop()
+                self._session = None
+                log.info("SparkSession stopped")

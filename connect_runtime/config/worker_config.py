@@ -14,8 +14,10 @@ Client overrides use Connect's prefixes, with librdkafka property names:
 from __future__ import annotations
 
 import logging
+import os
 import socket
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlparse
 
@@ -29,6 +31,7 @@ from connect_runtime.api.config_def import (
     ValidString,
 )
 from connect_runtime.config.properties import env_overrides, load_properties_file
+from connect_runtime.config.spark_settings import SparkSettings, spark_settings
 from connect_runtime.errors import ConfigException
 
 log = logging.getLogger(__name__)
@@ -42,6 +45,22 @@ _IGNORED_CLIENT_KEYS = {
     "transactional.id": "the leader uses connect-cluster-<group.id>",
     "consumer.isolation.level": "offsets are always read with read_committed",
 }
+
+
+
+@dataclass(frozen=True)
+class _ExistingDirectories:
+    """Every entry of a list names an existing directory (``plugin.path``). None passes."""
+
+    def __call__(self, name: str, value: Any) -> None:
+        for entry in value or ():
+            if not os.path.isdir(entry):
+                raise ConfigException(f"{entry!r} is not an existing directory", name=name,
+                                      value=value)
+
+    def __str__(self) -> str:
+        return "list of existing directories"
+
 
 WORKER_CONFIG_DEF = (
     ConfigDef()
@@ -105,6 +124,13 @@ WORKER_CONFIG_DEF = (
             Importance.LOW, "Algorithm used to sign internal requests.")
     .define("inter.worker.verification.algorithms", Type.LIST, "HmacSHA256", None,
             Importance.LOW, "Algorithms accepted when verifying internal requests.")
+    .define("plugin.path", Type.LIST, "", _ExistingDirectories(), Importance.LOW,
+            "List of paths separated by commas (,) that contain plugins (connectors). Each "
+            "entry of such a directory is one plugin: a Python package directory, a module "
+            "(name.py), a pure-Python wheel (.whl) or a .zip of packages and modules. "
+            "Plugins are importable on the worker and shipped to the Spark executors (one "
+            "zip each, SparkContext.addPyFile); ones with compiled extensions must be "
+            "installed in the executors' environment instead.")
 )
 
 
@@ -122,6 +148,7 @@ class WorkerConfig:
                 log.warning("Ignoring worker config %s=%s: %s (KIP-618)", key,
                             self.originals[key], why)
         self.values: dict[str, Any] = WORKER_CONFIG_DEF.parse(self.originals)
+        self._spark = spark_settings(self.originals)
 
     @classmethod
     def from_file(cls, path: str, environ: Mapping[str, str] | None = None) -> WorkerConfig:
@@ -162,11 +189,10 @@ class WorkerConfig:
                 out[key[len(dotted):]] = value
         return out
 
-    def spark_conf(self) -> dict[str, str]:
-        """Every ``spark.*`` key, with ``spark.master`` defaulting to ``local[*]``."""
-        conf = {k: v for k, v in self.originals.items() if k.startswith("spark.")}
-        conf.setdefault("spark.master", "local[*]")
-        return conf
+    def spark_settings(self) -> SparkSettings:
+        """The SparkSession settings from the ``spark.*`` keys, validated when the
+        config was loaded (:mod:`connect_runtime.config.spark_settings`)."""
+        return self._spark
 
     def listener(self) -> tuple[str, int]:
         """(host, port) of the first REST listener; an empty host means all interfaces."""

@@ -2,14 +2,16 @@
 
 A slot runs task instances one after another until the driver says stop:
 
-* It reports its state to the worker (driver) every ``protocol.heartbeat.HEARTBEAT_INTERVAL_S``
-  over the worker's internal REST route, and gets back what to do: run, pause
-  or stop, and a restart counter that bumps on REST restarts.
+* It holds a channel to the worker (driver), ``protocol.slot_channel``: it
+  reports its state when it changes, and the worker pushes what to do: run,
+  pause or stop, and a restart counter that bumps on REST restarts.
 * A task that fails reports FAILED with its traceback and waits for a restart;
   the slot does not end, so Spark has nothing to re-run.
 * Spark re-running a slot (attempt > 0) means the previous attempt's process
-  died (e.g. SIGKILL of the Python worker). The retry never silently resumes
-  work: it reports FAILED and waits for a REST restart, as Connect would.
+  died (e.g. SIGKILL of the Python worker or of the executor). The retry never
+  silently resumes work: it reports FAILED and waits for a REST restart, as
+  Connect would, unless the user already restarted the task after the worker
+  declared the old process lost (``SlotAnswer.restart_pending``).
 * Startup abandoned (a newer generation exists) or a fenced producer ends the
   slot quietly: the newer generation owns the work.
 * The task loop follows ``exactly.once.source.support``: transactional when
@@ -28,7 +30,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from connect_runtime.errors import StartupAbandoned
-from connect_runtime.protocol.heartbeat import Command
+from connect_runtime.protocol.slot_channel import Command
 from connect_runtime.protocol.states import State
 from connect_runtime.storage.offsets.mirror import GlobalOffsetMirror
 from connect_runtime.task.loop import LoopDeps, LoopSignals, Outcome, loop_for
@@ -115,7 +117,7 @@ def run_slot(spec: TaskSpec, attempt: int) -> str:
     control = SlotControl(spec, attempt)
     try:
         control.wait_for_answer()
-        if attempt > 0:
+        if attempt > 0 and not control.restart_pending:
             # Read before reporting: the answer to the report may already carry a
             # restart, and waiting for a change from *that* value would wait forever.
             seen = control.restart_seq

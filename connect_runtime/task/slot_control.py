@@ -1,9 +1,11 @@
-"""The executor's end of the slot protocol: heartbeats out, commands in.
+"""The executor's end of the slot channel: reports out, commands in.
 
-A :class:`SlotControl` runs a background thread that reports the slot's state
-to the worker (the driver) and applies the answer (run, pause, stop, restart)
-to the running task loop's :class:`~connect_runtime.task.loop.LoopSignals`.
-The messages are :mod:`connect_runtime.protocol.heartbeat`'s.
+A :class:`SlotControl` keeps the slot's channel to its worker open
+(:mod:`connect_runtime.protocol.slot_channel`) on two background threads: the
+*writer* connects (and reconnects), sends the slot's state when it changes and
+a keepalive when nothing else was sent; the *reader* applies what the worker
+pushes (run, pause, stop, restart, a new session key) to the running task
+loop's :class:`~connect_runtime.task.loop.LoopSignals`.
 """
 
 from __future__ import annotations
@@ -17,16 +19,23 @@ import time
 import uuid
 from typing import TYPE_CHECKING, Any
 
-import httpx
+from websockets.exceptions import ConnectionClosed, InvalidHandshake
+from websockets.sync.client import ClientConnection, connect
 
 from connect_runtime.protocol import signing
-from connect_runtime.protocol.heartbeat import (
-    HEARTBEAT_INTERVAL_S,
+from connect_runtime.protocol.slot_channel import (
+    CLOSE_DONE,
+    CLOSE_FORBIDDEN,
+    CLOSE_NO_SUCH_TASK,
+    HELLO_HEADER,
+    KEEPALIVE,
+    KEEPALIVE_INTERVAL_S,
     Command,
-    InvalidHeartbeat,
+    InvalidSlotMessage,
     SlotAnswer,
+    SlotHello,
     SlotReport,
-    heartbeat_url,
+    channel_url,
 )
 from connect_runtime.protocol.states import State, check_transition
 from connect_runtime.storage.config_store import read_config_snapshot
@@ -37,51 +46,56 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-# A 403 means our key was rotated out; reading the config topic for the new one
-# is expensive, so at most this often.
+# A refused key means ours was rotated out; reading the config topic for the new
+# one is expensive, so at most this often.
 KEY_REFRESH_INTERVAL_S = 5.0
+RECONNECT_BACKOFF_S = (0.1, 0.25, 0.5, 1.0, 2.0)
 
 
 class SlotControl:
-    """Heartbeats to the driver on a background thread and applies its commands."""
+    """The slot's channel to the driver, and the commands it carries."""
 
     def __init__(self, spec: TaskSpec, attempt: int) -> None:
         self.spec = spec
         self.attempt = attempt
         self.run_id = uuid.uuid4().hex
-        # Where the slot runs: fixed for the life of this executor process.
-        self._pid, self._host = os.getpid(), socket.gethostname()
-        self.url = heartbeat_url(spec.worker_url, spec.connector, spec.task)
+        self.url = channel_url(spec.worker_url, spec.connector, spec.task)
+        self._hello = SlotHello(run_id=self.run_id, generation=spec.generation,
+                                attempt=attempt, pid=os.getpid(), host=socket.gethostname())
         self.state = State.UNASSIGNED
         self.trace: str | None = None
         self.fenced = False
         self.command = Command.RUN
         self.restart_seq: int | None = None
+        # The first answer says whether a restart already waits for this process.
+        self.restart_pending = False
         self.signals: LoopSignals | None = None
         self.task: Any = None
         # The restart counter the current task instance started under; a different
         # value from the driver means "restart": stop this instance, start anew.
         self.running_restart_seq: int | None = None
         # The key to sign with; starts as the one the spec was built with and
-        # follows the leader's rotations through heartbeat answers.
+        # follows the leader's rotations through its answers.
         self.session_key = spec.session_key
         self._next_key_refresh = 0.0
+        self._answered = False  # on the current connection
         self.changed = threading.Condition()
+        self._state_lock = threading.Lock()
         self._closed = threading.Event()
         self._report_now = threading.Event()
-        self._client = httpx.Client(timeout=10.0)
-        self._thread = threading.Thread(target=self._heartbeat_loop, daemon=True,
-                                        name=f"slot-control-{spec.task_label}")
+        self._thread = threading.Thread(target=self._run, daemon=True,
+                                        name=f"slot-channel-{spec.task_label}")
         self._thread.start()
 
     # Called from the slot's main thread.
     def report(self, state: State, trace: str | None = None) -> None:
-        """Set the state the next heartbeat reports, and send it now.
+        """Set the state the slot reports, and send it now.
 
         Raises :class:`~connect_runtime.errors.IllegalStateTransition` on a
         transition the lifecycle does not allow: a runtime bug, caught in tests.
         """
-        self.state, self.trace = check_transition(self.state, state), trace
+        with self._state_lock:
+            self.state, self.trace = check_transition(self.state, state), trace
         self._report_now.set()
 
     def wait_for_answer(self) -> None:
@@ -102,50 +116,105 @@ class SlotControl:
             self._apply(signals)
 
     def close(self) -> None:
+        """Send the final state, say goodbye (a normal close: not lost) and stop."""
         self._closed.set()
         self._report_now.set()
-        self._thread.join(5)
-        self._client.close()
+        self._thread.join(10)
 
-    # Heartbeat thread.
-    def _heartbeat_loop(self) -> None:
-        while not self._closed.is_set():
-            self._heartbeat()
-            self._report_now.wait(HEARTBEAT_INTERVAL_S)
-            self._report_now.clear()
-        self._heartbeat()  # last word: the final state
+    # Writer thread.
+    def _run(self) -> None:
+        failures = 0
+        while not self._closed.is_set() and self.command is not Command.STOP:
+            self._answered = False
+            self._session()
+            # A channel that never got an answer was refused (or never opened): back
+            # off, or a refusing worker would be called in a tight loop.
+            failures = 0 if self._answered else failures + 1
+            if failures:
+                self._closed.wait(RECONNECT_BACKOFF_S[min(failures, len(RECONNECT_BACKOFF_S)) - 1])
+        self._closed.set()
+        with self.changed:
+            self.changed.notify_all()
 
-    def _heartbeat(self) -> None:
-        content = SlotReport(
-            run_id=self.run_id, generation=self.spec.generation, state=self.state,
-            trace=self.trace, attempt=self.attempt,
-            restart_seq=self.restart_seq,  # lets the driver spot reports older than a restart
-            fenced=self.fenced, pid=self._pid, host=self._host,
-        ).to_json()
+    def _session(self) -> None:
+        """One connection: open it, report until it or the slot closes."""
+        body = self._hello.to_json()
+        headers = {HELLO_HEADER: self._hello.to_header(),
+                   **signing.sign_headers(self.session_key, self.spec.session_key_algorithm,
+                                          body)}
         try:
-            headers = {"Content-Type": "application/json",
-                       **signing.sign_headers(self.session_key,
-                                              self.spec.session_key_algorithm, content)}
-            response = self._client.post(self.url, content=content, headers=headers)
-            if response.status_code == 403:
-                self._refresh_key()  # signed with a key the leader no longer accepts
-                return
-            if response.status_code == 404:
-                answer = SlotAnswer.stop(self.restart_seq or 0)
-            else:
-                response.raise_for_status()
-                answer = SlotAnswer.from_json(response.content)
-        except (httpx.HTTPError, InvalidHeartbeat) as e:
+            # No proxy: the worker is reached directly, whatever the executor's
+            # environment says. No protocol pings: our keepalives are the pings.
+            with connect(self.url, additional_headers=headers, open_timeout=10,
+                         ping_interval=None, close_timeout=2, proxy=None,
+                         compression=None) as ws:
+                reader = threading.Thread(target=self._read, args=(ws,), daemon=True,
+                                          name=f"slot-answers-{self.spec.task_label}")
+                reader.start()
+                try:
+                    self._send_until_closed(ws)
+                finally:
+                    # 1000 only when the slot ends: any other close makes the worker
+                    # treat the slot as lost until it reconnects.
+                    ws.close(CLOSE_DONE if self._closed.is_set() else 1001)
+                    reader.join(5)
+        except (OSError, InvalidHandshake, TimeoutError) as e:
             # The worker may be restarting; the task keeps running. If the worker is
             # gone for good, a new leader fences this task's producer.
-            log.debug("heartbeat for %s failed: %r", self.spec.task_label, e)
+            log.debug("task %s: channel to %s failed: %r", self.spec.task_label, self.url, e)
+
+    def _send_until_closed(self, ws: ClientConnection) -> None:
+        sent: tuple[State, str | None, bool] | None = None
+        try:
+            while True:
+                closing = self._closed.is_set()
+                with self._state_lock:
+                    current = (self.state, self.trace, self.fenced)
+                    restart_seq = self.restart_seq
+                if current != sent:
+                    ws.send(SlotReport(state=current[0], trace=current[1],
+                                       restart_seq=restart_seq, fenced=current[2]).to_json())
+                    sent = current
+                elif not closing:
+                    ws.send(KEEPALIVE)
+                if closing:
+                    return
+                self._report_now.wait(KEEPALIVE_INTERVAL_S)
+                self._report_now.clear()
+        except ConnectionClosed:
             return
+
+    # Reader thread.
+    def _read(self, ws: ClientConnection) -> None:
+        try:
+            for message in ws:
+                data = message if isinstance(message, bytes) else message.encode()
+                try:
+                    answer = SlotAnswer.from_json(data)
+                except InvalidSlotMessage:
+                    log.warning("task %s: ignoring a malformed answer", self.spec.task_label,
+                                exc_info=True)
+                    continue
+                self._on_answer(answer)
+        except ConnectionClosed:
+            pass
+        code = ws.close_code
+        if code == CLOSE_NO_SUCH_TASK:
+            self._on_answer(SlotAnswer.stop(self.restart_seq or 0))
+        elif code == CLOSE_FORBIDDEN:
+            self._refresh_key()  # signed with a key the leader no longer accepts
+        self._report_now.set()  # wake the writer: the connection is gone
+
+    def _on_answer(self, answer: SlotAnswer) -> None:
         with self.changed:
+            if self.restart_seq is None:
+                self.restart_pending = answer.restart_pending
             self.command = answer.command
             self.restart_seq = answer.restart_seq
             if answer.session_key:  # the leader rotated its key (KIP-507 TTL)
                 self.session_key = answer.session_key
             self.changed.notify_all()
+        self._answered = True
         if self.signals is not None:
             self._apply(self.signals)
 

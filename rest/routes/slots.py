@@ -1,35 +1,66 @@
 """Worker-internal routes used by task slots on Spark executors (not public API).
 
-* ``POST /internal/tasks/{connector}/{task}/heartbeat``: a slot reports its state
-  and receives its command (:mod:`connect_runtime.protocol.heartbeat`). Signed
+* ``/internal/tasks/{connector}/{task}/channel`` (WebSocket): a slot's channel to
+  its worker (:mod:`connect_runtime.protocol.slot_channel`). The hello is signed
   with the session key and checked like every internal request (KIP-507).
 * ``GET /internal/leader``: this worker's view of who leads the cluster.
 * ``GET /internal/tasks``: where each task runs (executor host, Python pid, Spark
-  attempt). For operators who need to find the process behind a task.
+  attempt, connected or lost). For operators who need to find the process
+  behind a task.
+
+The channel handler runs on the server's event loop and keeps it free: a
+keepalive only stamps a time; a report (rare: a state change) and a lost
+connection reach the registry on a thread, since they may write the status
+topic.
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import logging
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from fastapi import APIRouter, Request, Response
+from fastapi import APIRouter, WebSocket
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
-from connect_runtime.protocol.heartbeat import HEARTBEAT_ROUTE, SlotAnswer, SlotReport
-from connect_runtime.rest.routes.internal import verify_internal_request
+from connect_runtime.errors import BadRequestException, RequestSignatureException
+from connect_runtime.protocol.slot_channel import (
+    CLOSE_DONE,
+    CLOSE_LOST,
+    CLOSE_NO_SUCH_TASK,
+    HELLO_HEADER,
+    SLOT_CHANNEL_ROUTE,
+    SlotAnswer,
+    SlotHello,
+    SlotReport,
+    close_code,
+)
+
+log = logging.getLogger(__name__)
 
 
 class SlotView(Protocol):
     def to_dict(self) -> dict[str, Any]: ...
 
 
+class Channel(Protocol):
+    """A slot's open channel as the registry knows it (opaque to the routes)."""
+
+
 class Slots(Protocol):
     """What the routes need of ``connect_runtime.cluster.slot_registry.SlotRegistry``."""
 
-    def heartbeat(self, connector: str, task: int, report: SlotReport) -> SlotAnswer: ...
+    def connect(self, connector: str, task: int, hello: SlotHello,
+                push: Any) -> Channel | None: ...
+
+    def keepalive(self, channel: Any) -> None: ...
+
+    def report(self, channel: Any, report: SlotReport) -> None: ...
+
+    def disconnect(self, channel: Any, clean: bool) -> None: ...
 
     def slots(self) -> Sequence[SlotView]: ...
 
@@ -50,17 +81,76 @@ class SlotHost(Protocol):
 
     def session_key_b64(self) -> str | None: ...
 
+    def verify_internal_request(self, headers: dict[str, str], body: bytes) -> None: ...
+
+
+async def _refuse(websocket: WebSocket, code: int, reason: str) -> None:
+    # A close reason is at most 123 bytes on the wire.
+    await websocket.close(code=code, reason=reason.encode("utf-8")[:120].decode("utf-8", "ignore"))
+
 
 def slots_router(host: SlotHost) -> APIRouter:
     router = APIRouter(include_in_schema=False)
 
-    @router.post(HEARTBEAT_ROUTE)
-    async def heartbeat(connector: str, task: int, request: Request) -> Response:
-        report = SlotReport.from_json(await verify_internal_request(request))
-        answer = await run_in_threadpool(host.registry.heartbeat, connector, task, report)
-        # The current session key, so a slot keeps signing (and fencing) after rotations.
-        answer = dataclasses.replace(answer, session_key=host.session_key_b64())
-        return Response(answer.to_json(), media_type="application/json")
+    @router.websocket(SLOT_CHANNEL_ROUTE)
+    async def channel(websocket: WebSocket, connector: str, task: int) -> None:
+        await websocket.accept()
+        headers = dict(websocket.headers)
+        try:
+            body = SlotHello.header_body(headers.get(HELLO_HEADER.lower()))
+            await run_in_threadpool(host.verify_internal_request, headers, body)
+            hello = SlotHello.from_json(body)
+        except RequestSignatureException as e:
+            await _refuse(websocket, close_code(e.status), str(e))
+            return
+        except BadRequestException as e:
+            await _refuse(websocket, close_code(400), str(e))
+            return
+
+        loop = asyncio.get_running_loop()
+        outbox: asyncio.Queue[bytes | None] = asyncio.Queue()
+
+        def push(answer: SlotAnswer | None) -> None:  # any thread; never blocks
+            data = None if answer is None else dataclasses.replace(
+                answer, session_key=host.session_key_b64()).to_json()
+            loop.call_soon_threadsafe(outbox.put_nowait, data)
+
+        registered = host.registry.connect(connector, task, hello, push)
+        if registered is None:
+            await websocket.send_bytes(SlotAnswer.stop().to_json())
+            await _refuse(websocket, CLOSE_NO_SUCH_TASK,
+                          f"This worker hosts no task {connector}-{task} of generation "
+                          f"{hello.generation}")
+            return
+
+        async def send_answers() -> None:
+            while (data := await outbox.get()) is not None:
+                await websocket.send_bytes(data)
+            await _refuse(websocket, CLOSE_LOST, "no keepalive within the liveness timeout")
+
+        sender = asyncio.create_task(send_answers())
+        clean = False
+        try:
+            while True:
+                message = await websocket.receive()
+                if message["type"] == "websocket.disconnect":
+                    clean = message.get("code") == CLOSE_DONE
+                    break
+                data = message.get("bytes") or (message.get("text") or "").encode()
+                if not data:
+                    host.registry.keepalive(registered)
+                    continue
+                try:
+                    report = SlotReport.from_json(data)
+                except BadRequestException as e:
+                    await _refuse(websocket, close_code(400), str(e))
+                    break
+                await run_in_threadpool(host.registry.report, registered, report)
+        except Exception:  # a broken socket mid-frame: the slot is lost, not the worker
+            log.debug("channel of %s-%d failed", connector, task, exc_info=True)
+        finally:
+            sender.cancel()
+            await run_in_threadpool(host.registry.disconnect, registered, clean)
 
     @router.get("/internal/leader")
     async def leader() -> JSONResponse:

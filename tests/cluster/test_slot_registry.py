@@ -1,69 +1,219 @@
+"""The driver's view of slots: reports, pushed commands, liveness (a fake clock)."""
+
 from __future__ import annotations
 
-from dataclasses import replace
-
-from connect_runtime.cluster.slot_registry import SlotRegistry
-from connect_runtime.protocol.heartbeat import Command, SlotAnswer, SlotReport
+from connect_runtime.cluster.slot_registry import SlotChannel, SlotRegistry
+from connect_runtime.protocol.slot_channel import Command, SlotAnswer, SlotHello, SlotReport
 from connect_runtime.protocol.states import State
 
-
-def _report(generation: int, state: State, trace: str | None = None,
-            restart_seq: int | None = None, fenced: bool = False) -> SlotReport:
-    return SlotReport(run_id="r", generation=generation, state=state, trace=trace, attempt=0,
-                      restart_seq=restart_seq, fenced=fenced, pid=11, host="h")
+Event = tuple[str, int, State, "str | None"]
 
 
-def test_registry_reports_changes_answers_commands_and_ignores_stale_generations() -> None:
-    events: list[tuple[str, int, State, str | None]] = []
-    reg = SlotRegistry(lambda c, t, s, tr: events.append((c, t, s, tr)))
-    reg.open("c", generation=7, task_count=2, paused=False)
-    report = _report(7, State.RUNNING)
-    assert reg.heartbeat("c", 0, report) == SlotAnswer(Command.RUN, 0)
-    assert reg.heartbeat("c", 0, report) == SlotAnswer(Command.RUN, 0)
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class Pushed:
+    """What the registry pushed down one channel."""
+
+    def __init__(self) -> None:
+        self.answers: list[SlotAnswer | None] = []
+
+    def __call__(self, answer: SlotAnswer | None) -> None:
+        self.answers.append(answer)
+
+    @property
+    def last(self) -> SlotAnswer | None:
+        return self.answers[-1]
+
+
+def _registry() -> tuple[SlotRegistry, list[Event], Clock]:
+    events: list[Event] = []
+    clock = Clock()
+    reg = SlotRegistry(lambda c, t, s, tr: events.append((c, t, s, tr)),
+                       liveness_timeout_s=10.0, clock=clock)
+    return reg, events, clock
+
+
+def _hello(generation: int = 1, run_id: str = "r1", attempt: int = 0) -> SlotHello:
+    return SlotHello(run_id=run_id, generation=generation, attempt=attempt, pid=11, host="h")
+
+
+def _report(state: State, trace: str | None = None, restart_seq: int | None = 0,
+            fenced: bool = False) -> SlotReport:
+    return SlotReport(state=state, trace=trace, restart_seq=restart_seq, fenced=fenced)
+
+
+def _connect(reg: SlotRegistry, task: int = 0, **hello: object) -> tuple[SlotChannel, Pushed]:
+    pushed = Pushed()
+    channel = reg.connect("c", task, _hello(**hello), pushed)  # type: ignore[arg-type]
+    assert channel is not None
+    return channel, pushed
+
+
+def test_connect_answers_at_once_and_commands_are_pushed_as_they_change() -> None:
+    reg, events, _ = _registry()
+    reg.open("c", generation=1, task_count=2, paused=False)
+    channel, pushed = _connect(reg)
+    assert pushed.answers == [SlotAnswer(Command.RUN, 0)]
+    reg.report(channel, _report(State.RUNNING))
+    reg.report(channel, _report(State.RUNNING))
     assert events == [("c", 0, State.RUNNING, None)]  # a repeat is not news
-    # An older generation is told to stop and does not speak for the task.
-    assert reg.heartbeat("c", 1, replace(report, generation=6)).command is Command.STOP
-    assert len(events) == 1
     reg.set_paused("c", True)
-    assert reg.heartbeat("c", 0, report).command is Command.PAUSE
-
-
-def test_a_restart_makes_the_same_failure_news_again() -> None:
-    events: list[tuple[str, int, State, str | None]] = []
-    reg = SlotRegistry(lambda c, t, s, tr: events.append((c, t, s, tr)))
-    reg.open("c", generation=1, task_count=1, paused=False)
-    failed = _report(1, State.FAILED, "boom")
-    reg.heartbeat("c", 0, failed)
+    reg.set_paused("c", True)  # no change, no push
+    assert pushed.answers[1:] == [SlotAnswer(Command.PAUSE, 0)]
     assert reg.restart("c", 0)
-    assert reg.heartbeat("c", 0, failed).restart_seq == 1
-    assert [e[2] for e in events] == [State.FAILED, State.FAILED]
-    assert not reg.restart("c", 5)  # no such slot
+    assert pushed.last == SlotAnswer(Command.PAUSE, 1)
+    reg.push_all()  # a key rotation: the same answer again, with the new key added by REST
+    assert pushed.last == SlotAnswer(Command.PAUSE, 1)
     reg.close("c")
-    assert reg.heartbeat("c", 0, failed).command is Command.STOP
+    assert pushed.last == SlotAnswer(Command.STOP, 1)
+    reg.report(channel, _report(State.FAILED, "late"))  # a closed generation says nothing
+    assert len(events) == 1
+
+
+def test_an_older_generation_or_an_unknown_task_is_not_connected() -> None:
+    reg, _, _ = _registry()
+    reg.open("c", generation=5, task_count=1, paused=False)
+    assert reg.connect("c", 0, _hello(generation=4), Pushed()) is None
+    assert reg.connect("c", 1, _hello(generation=5), Pushed()) is None
+    assert reg.connect("other", 0, _hello(generation=5), Pushed()) is None
 
 
 def test_a_report_sent_before_the_slot_heard_of_a_restart_does_not_undo_it() -> None:
-    events: list[tuple[str, int, State, str | None]] = []
-    reg = SlotRegistry(lambda c, t, s, tr: events.append((c, t, s, tr)))
+    reg, events, _ = _registry()
     reg.open("c", generation=1, task_count=1, paused=False)
-    failed = _report(1, State.FAILED, "died", restart_seq=0)
-    reg.heartbeat("c", 0, failed)
+    channel, _ = _connect(reg)
+    failed = _report(State.FAILED, "died", restart_seq=0)
+    reg.report(channel, failed)
     assert reg.restart("c", 0)
-    # Still FAILED, but sent under restart_seq 0: it predates the restart.
-    assert reg.heartbeat("c", 0, failed).restart_seq == 1
+    reg.report(channel, failed)  # still FAILED, but sent under restart_seq 0
     view = reg.slot("c", 0)
     assert view is not None and view.state is State.RESTARTING
-    assert [e[2] for e in events] == [State.FAILED]
-    # Having heard the restart, the slot's reports count again (RESTARTING is
-    # what the registry already holds, so only the new failure is news).
-    reg.heartbeat("c", 0, replace(failed, state=State.RESTARTING, trace=None, restart_seq=1))
-    reg.heartbeat("c", 0, replace(failed, restart_seq=1))
-    assert [e[2] for e in events] == [State.FAILED, State.FAILED]
+    reg.report(channel, _report(State.RESTARTING, restart_seq=1))
+    reg.report(channel, _report(State.FAILED, "died", restart_seq=1))
+    assert [e[2] for e in events] == [State.FAILED, State.FAILED]  # the same failure is news
+
+
+def test_an_abnormal_close_loses_the_slot_at_once_and_says_where_it_ran() -> None:
+    reg, events, _ = _registry()
+    reg.open("c", generation=1, task_count=1, paused=False)
+    channel, _ = _connect(reg)
+    reg.report(channel, _report(State.RUNNING))
+    reg.disconnect(channel, clean=False)
+    view = reg.slot("c", 0)
+    assert view is not None and view.lost and not view.connected
+    state, trace = events[-1][2], events[-1][3]
+    assert state is State.FAILED and trace is not None
+    assert "c-0 lost" in trace and "process 11 on host h" in trace and "closed" in trace
+
+
+def test_a_clean_close_keeps_the_last_report() -> None:
+    reg, events, _ = _registry()
+    reg.open("c", generation=1, task_count=1, paused=False)
+    channel, _ = _connect(reg)
+    reg.report(channel, _report(State.RUNNING))
+    reg.report(channel, _report(State.UNASSIGNED))
+    reg.disconnect(channel, clean=True)
+    assert [e[2] for e in events] == [State.RUNNING, State.UNASSIGNED]
+
+
+def test_silence_past_the_timeout_loses_the_slot_and_closes_its_channel() -> None:
+    reg, events, clock = _registry()
+    reg.open("c", generation=1, task_count=2, paused=False)
+    quiet, quiet_pushed = _connect(reg, task=0)
+    talkative, _ = _connect(reg, task=1, run_id="r2")
+    reg.report(quiet, _report(State.RUNNING))
+    reg.report(talkative, _report(State.RUNNING))
+    clock.now += 9.0
+    reg.keepalive(talkative)
+    reg.check_liveness()
+    assert [e[2] for e in events] == [State.RUNNING, State.RUNNING]
+    clock.now += 1.5  # task 0 silent for 10.5 s, task 1 for 1.5 s
+    reg.check_liveness()
+    assert events[-1][:3] == ("c", 0, State.FAILED) and "10 s" in (events[-1][3] or "")
+    assert quiet_pushed.last is None  # its channel is closed as lost
+    reg.check_liveness()
+    assert len(events) == 3  # declared once
+    # The same process comes back (a new connection, same run_id): its state stands.
+    back, _ = _connect(reg, task=0)
+    reg.report(back, _report(State.RUNNING))
+    view = reg.slot("c", 0)
+    assert view is not None and view.state is State.RUNNING and not view.lost
+    assert events[-1][2] is State.RUNNING
+
+
+def test_a_restart_while_lost_is_handed_to_the_process_spark_reruns() -> None:
+    reg, _, _ = _registry()
+    reg.open("c", generation=1, task_count=1, paused=False)
+    channel, _ = _connect(reg)
+    reg.report(channel, _report(State.RUNNING))
+    reg.disconnect(channel, clean=False)
+    assert reg.restart("c", 0)  # the user restarts the FAILED (lost) task
+    _, pushed = _connect(reg, run_id="r2", attempt=1)
+    assert pushed.last == SlotAnswer(Command.RUN, 1, restart_pending=True)
+
+
+def test_a_rerun_without_a_restart_is_not_told_to_resume() -> None:
+    reg, _, _ = _registry()
+    reg.open("c", generation=1, task_count=1, paused=False)
+    channel, _ = _connect(reg)
+    reg.report(channel, _report(State.RUNNING))
+    reg.disconnect(channel, clean=False)
+    _, pushed = _connect(reg, run_id="r2", attempt=1)
+    assert pushed.last == SlotAnswer(Command.RUN, 0, restart_pending=False)
+
+
+def test_a_reconnect_replaces_the_old_channel() -> None:
+    reg, events, _ = _registry()
+    reg.open("c", generation=1, task_count=1, paused=False)
+    old, old_pushed = _connect(reg)
+    new, _ = _connect(reg)
+    assert old_pushed.last is None  # closed
+    reg.disconnect(old, clean=False)  # the old one's close is not a loss
+    reg.report(old, _report(State.FAILED, "stale"))  # nor does it speak any more
+    assert events == []
+    reg.report(new, _report(State.RUNNING))
+    assert events == [("c", 0, State.RUNNING, None)]
+
+
+def test_a_slot_that_never_ran_or_already_failed_is_not_announced_again() -> None:
+    reg, events, _ = _registry()
+    reg.open("c", generation=1, task_count=2, paused=False)
+    idle, _ = _connect(reg, task=0)
+    reg.disconnect(idle, clean=False)  # UNASSIGNED: nothing ran
+    failed, _ = _connect(reg, task=1, run_id="r2")
+    reg.report(failed, _report(State.FAILED, "boom"))
+    reg.disconnect(failed, clean=False)
+    assert [e[2:] for e in events] == [(State.FAILED, "boom")]
+    view = reg.slot("c", 1)
+    assert view is not None and view.lost and view.trace == "boom"
 
 
 def test_fenced_flag_is_recorded_from_reports() -> None:
-    reg = SlotRegistry(lambda c, t, s, tr: None)
+    reg, _, _ = _registry()
     reg.open("c", generation=1, task_count=1, paused=False)
-    reg.heartbeat("c", 0, _report(1, State.FAILED, fenced=True))
+    channel, _ = _connect(reg)
+    reg.report(channel, _report(State.FAILED, fenced=True))
     view = reg.slot("c", 0)
     assert view is not None and view.fenced and view.to_dict()["fenced"] is True
+
+
+def test_slots_spark_has_not_started_get_the_reason_once() -> None:
+    reg, events, clock = _registry()
+    reg.open("c", generation=1, task_count=2, paused=False)
+    started, _ = _connect(reg, task=0)
+    reg.report(started, _report(State.RUNNING))
+    reg.note_waiting(10.0, "no slot")
+    assert len(events) == 1  # not yet: submitted just now
+    clock.now += 11.0
+    reg.note_waiting(10.0, "no slot")
+    reg.note_waiting(10.0, "no slot")
+    assert events[1:] == [("c", 1, State.UNASSIGNED, "no slot")]  # only the waiting one, once
+    late, _ = _connect(reg, task=1, run_id="r2")
+    reg.report(late, _report(State.RUNNING))
+    assert events[-1] == ("c", 1, State.RUNNING, None)

@@ -1,4 +1,4 @@
-"""Pure rules of the worker: states, Spark master rewrite, fencing, request signing."""
+"""Pure rules of the worker: states, fencing, request signing."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ import base64
 import pytest
 
 from connect_runtime.cluster.fencing import task_count_needs_fencing, transactional_ids
-from connect_runtime.cluster.spark_runner import effective_master
 from connect_runtime.errors import RequestSignatureException
 from connect_runtime.protocol import signing
 from connect_runtime.protocol.states import IllegalStateTransition, State, check_transition
@@ -20,14 +19,6 @@ def test_state_transitions_are_guarded() -> None:
         check_transition(State.FAILED, State.RUNNING)
     with pytest.raises(IllegalStateTransition):
         check_transition(State.DESTROYED, State.RUNNING)
-
-
-@pytest.mark.parametrize(("given", "expected"), [
-    ("local[*]", "local[*,4]"), ("local[8]", "local[8,4]"), ("local", "local[1,4]"),
-    ("local[2,3]", "local[2,3]"), ("spark://h:7077", "spark://h:7077"),
-])
-def test_local_masters_get_slot_retries(given: str, expected: str) -> None:
-    assert effective_master(given) == expected
 
 
 def test_fencing_rule_of_kip_618() -> None:

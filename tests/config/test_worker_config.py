@@ -68,6 +68,30 @@ def test_invalid_eos_mode_names_the_key() -> None:
         WorkerConfig({**MINIMAL, "exactly.once.source.support": "ENABLED"})
 
 
+def test_plugin_path_entries_must_be_existing_directories(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert WorkerConfig(MINIMAL)["plugin.path"] == []
+    (tmp_path / "plugins").mkdir()
+    (tmp_path / "file.zip").write_bytes(b"")
+    good = f"{tmp_path / 'plugins'} , {tmp_path}"
+    assert WorkerConfig({**MINIMAL, "plugin.path": good})["plugin.path"] == [
+        str(tmp_path / "plugins"), str(tmp_path)]
+    for bad in (tmp_path / "absent", tmp_path / "file.zip"):
+        with pytest.raises(ConfigException) as info:
+            WorkerConfig({**MINIMAL, "plugin.path": f"{tmp_path},{bad}"})
+        assert info.value.name == "plugin.path"
+        assert f"plugin.path: '{bad}' is not an existing directory" in str(info.value)
+    # The CLI exits with status 2, naming the key and the entry, before starting anything.
+    from connect_runtime.cli import main
+
+    props = write(tmp_path, "\n".join(f"{k}={v}" for k, v in MINIMAL.items())
+                  + f"\nbootstrap.servers=127.0.0.1:1\nplugin.path={tmp_path / 'absent'}\n")
+    assert main([str(props)]) == 2
+    err = capsys.readouterr().err
+    assert "configuration error" in err and "plugin.path" in err and "absent" in err
+
+
 def test_missing_file_is_a_config_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigException, match="cannot read worker config file"):
         load_properties_file(tmp_path / "absent.properties")
@@ -88,7 +112,8 @@ def test_framework_owned_client_keys_are_ignored_with_a_warning(
 def test_spark_conf_and_listener() -> None:
     config = WorkerConfig({**MINIMAL, "spark.executor.cores": "2",
                            "listeners": "http://127.0.0.1:18083"})
-    assert config.spark_conf() == {"spark.executor.cores": "2", "spark.master": "local[*]"}
+    spark = config.spark_settings()
+    assert spark.conf["spark.executor.cores"] == "2" and spark.master == "local[*,4]"
     assert config.listener() == ("127.0.0.1", 18083)
     assert config.advertised_url() == "http://127.0.0.1:18083"
     with pytest.raises(ConfigException, match="listeners"):

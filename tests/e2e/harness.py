@@ -26,9 +26,11 @@ TEST_CONNECTORS = Path(__file__).resolve().parent  # testconnectors.py lives her
 class WorkerProcess:
     def __init__(self, bootstrap: str, group: str, port: int, workdir: Path,
                  overrides: dict[str, str] | None = None, *, python: str = sys.executable,
-                 cwd: Path | None = None, pythonpath: tuple[str, ...] = ()) -> None:
+                 cwd: Path | None = None, pythonpath: tuple[str, ...] = (),
+                 env: dict[str, str] | None = None) -> None:
         """``python`` runs the worker (another venv's, say), from ``cwd`` (default:
-        ``workdir``), with ``pythonpath`` ahead of the test connectors."""
+        ``workdir``), with ``pythonpath`` ahead of the test connectors and ``env``
+        added to the environment."""
         self.bootstrap = bootstrap
         self.group = group
         self.port = port
@@ -57,13 +59,14 @@ class WorkerProcess:
         self.python = python
         self.cwd = cwd or workdir
         self.pythonpath = pythonpath
+        self.env = env or {}
         self.proc: subprocess.Popen[bytes] | None = None
         self.log_path = workdir / f"worker-{port}.log"
 
     def start(self, wait: bool = True) -> WorkerProcess:
         props_path = self.workdir / f"worker-{self.port}.properties"
         props_path.write_text("".join(f"{k}={v}\n" for k, v in self.props.items()))
-        env = dict(os.environ)
+        env = {**os.environ, **self.env}
         # Not the repository root: connect_runtime comes from the installed package.
         env["PYTHONPATH"] = os.pathsep.join(
             p for p in (*self.pythonpath, str(TEST_CONNECTORS), env.get("PYTHONPATH", "")) if p)
@@ -174,11 +177,12 @@ class Cluster:
     """Several workers sharing group.id and internal topics (one leader)."""
 
     def __init__(self, bootstrap: str, workdir: Path, size: int,
-                 overrides: dict[str, str] | None = None) -> None:
+                 overrides: dict[str, str] | None = None,
+                 env: dict[str, str] | None = None) -> None:
         group = f"cluster-{os.urandom(4).hex()}"
         settings = {"session.timeout.ms": "6000", "heartbeat.interval.ms": "1500",
                     "spark.master": "local[6]", **(overrides or {})}
-        self.workers = [WorkerProcess(bootstrap, group, free_port(), workdir, settings)
+        self.workers = [WorkerProcess(bootstrap, group, free_port(), workdir, settings, env=env)
                         for _ in range(size)]
 
     def start(self) -> Cluster:

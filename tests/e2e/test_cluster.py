@@ -18,6 +18,15 @@ import pytest
 from confluent_kafka import KafkaException, Producer
 from harness import Cluster, WorkerProcess
 from kafka_helpers import create_topic, read_topic, sequences, wait_for
+from websockets.exceptions import ConnectionClosed
+from websockets.sync.client import connect
+
+from connect_runtime.protocol.slot_channel import (
+    CLOSE_BAD_REQUEST,
+    HELLO_HEADER,
+    SlotHello,
+    channel_url,
+)
 
 SEQ = "SequenceSourceConnector"
 
@@ -215,8 +224,12 @@ def test_internal_requests_need_a_valid_signature(
         "X-Connect-Authorization": "bm90IGEgcmVhbCBzaWduYXR1cmU=",
         "X-Connect-Request-Signature-Algorithm": "HmacMD5"})
     assert unknown_algorithm.status_code == 400
-    heartbeat = worker.rest("POST", f"/internal/tasks/{name}/0/heartbeat", json={})
-    assert heartbeat.status_code == 400
+    hello = SlotHello(run_id="r", generation=0, attempt=0, pid=1, host="h")
+    with connect(channel_url(worker.url, name, 0), additional_headers={
+            HELLO_HEADER: hello.to_header()}, proxy=None) as channel:
+        with pytest.raises(ConnectionClosed):
+            channel.recv(timeout=10)
+        assert channel.close_code == CLOSE_BAD_REQUEST  # an unsigned slot channel
     docs: Any = httpx.get(f"{worker.url}/openapi.json", timeout=10).json()
     assert not [p for p in docs["paths"] if "fence" in p or p.startswith("/internal")]
 

@@ -95,6 +95,12 @@ def test_the_cli_rejects_bad_worker_configs_naming_the_key(tmp_path: Path) -> No
     result = subprocess.run([sys.executable, "-m", "connect_runtime.cli", str(props)],
                             capture_output=True, text=True, timeout=60, env=env)
     assert result.returncode == 2 and "group.id" in result.stderr
+    props.write_text("bootstrap.servers=127.0.0.1:1\ngroup.id=g\nconfig.storage.topic=c\n"
+                     "offset.storage.topic=o\nstatus.storage.topic=s\n"
+                     "spark.task.maxFailures=1\n")
+    result = subprocess.run([sys.executable, "-m", "connect_runtime.cli", str(props)],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and "spark.task.maxFailures" in result.stderr
     missing = subprocess.run([sys.executable, "-m", "connect_runtime.cli",
                               str(tmp_path / "nope.properties")],
                              capture_output=True, text=True, timeout=60)
@@ -115,10 +121,35 @@ def test_tasks_keep_working_across_session_key_rotations(
             "rate.per.sec": "50"}}).status_code == 201
         w.wait_tasks(name, "RUNNING", 1)
         time.sleep(7)  # three rotations: slots must follow the key or be refused
-        # A restart needs a heartbeat (command) and a signed fence request (startup).
+        # A restart needs a pushed command and a signed fence request (startup).
         assert w.rest("POST", f"/connectors/{name}/tasks/0/restart").status_code == 204
         w.wait_tasks(name, "RUNNING", 1, timeout=60)
         slot = next(s for s in w.slots() if s["connector"] == name)
-        assert slot["restart_seq"] == 1 and slot["last_seen_ms_ago"] < 2000
+        assert slot["restart_seq"] == 1 and slot["connected"] and not slot["lost"]
+    finally:
+        assert w.stop() == 0
+
+
+def test_tasks_spark_has_no_slot_for_say_so_in_their_status(
+        kafka_bootstrap: str, tmp_path: Path, unique_name: Callable[[str], str]) -> None:
+    import uuid
+
+    w = WorkerProcess(kafka_bootstrap, f"short-{uuid.uuid4().hex[:8]}", free_port(), tmp_path,
+                      {"spark.master": "local[2]"}).start()
+    try:
+        topic, name = unique_name("seq"), unique_name("short")
+        create_topic(kafka_bootstrap, topic, partitions=3)
+        assert w.rest("POST", "/connectors", json={"name": name, "config": {
+            "connector.class": SEQ, "topic": topic, "tasks.max": "3",
+            "sequence.partitions": "3", "rate.per.sec": "10"}}).status_code == 201
+
+        def waiting() -> list[dict[str, str]]:
+            tasks = w.status(name)["tasks"]
+            return [t for t in tasks if t["state"] == "UNASSIGNED" and "trace" in t]
+        wait_for(lambda: len(waiting()) == 1, 60, "the task without a slot to say why")
+        trace = waiting()[0]["trace"]
+        assert "need 3 slot(s) and Spark has 2" in trace and "local[N]" in trace
+        assert sorted(t["state"] for t in w.status(name)["tasks"]) == [
+            "RUNNING", "RUNNING", "UNASSIGNED"]
     finally:
         assert w.stop() == 0

@@ -1,33 +1,54 @@
-"""The slot heartbeat route against a real SlotRegistry: signed, parsed, answered."""
+"""The slot channel end to end: a real uvicorn server with the slot routes and a
+real SlotRegistry, and the executor's real SlotControl (or a raw WebSocket client
+for refusals). No Spark, no Kafka: the channel is what is under test."""
 
 from __future__ import annotations
 
 import base64
-from dataclasses import replace
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
 
-import httpx
 import orjson
+import pytest
+import uvicorn
 from fake_herder import FakeHerder
-from fastapi import Request
-from rest_checks import AppClient, assert_connect_error
+from kafka_helpers import free_port, wait_for
+from websockets.exceptions import ConnectionClosed
+from websockets.sync.client import connect
 
 from connect_runtime.cluster.slot_registry import SlotRegistry
 from connect_runtime.protocol import signing
-from connect_runtime.protocol.heartbeat import Command, SlotAnswer, SlotReport, heartbeat_url
+from connect_runtime.protocol.slot_channel import (
+    CLOSE_BAD_REQUEST,
+    CLOSE_FORBIDDEN,
+    CLOSE_NO_SUCH_TASK,
+    HELLO_HEADER,
+    Command,
+    SlotAnswer,
+    SlotHello,
+    channel_url,
+)
 from connect_runtime.protocol.states import State
+from connect_runtime.protocol.task_spec import TaskSpec
 from connect_runtime.rest import create_app
 from connect_runtime.rest.routes.slots import slots_router
+from connect_runtime.task.slot_control import SlotControl
 
 KEY = b"s" * 32
 KEY_B64 = base64.b64encode(KEY).decode("ascii")
-REPORT = SlotReport(run_id="r", generation=5, state=State.RUNNING, trace=None, attempt=0,
-                    restart_seq=None, fenced=False, pid=7, host="h")
 
 
 class _Host:
-    def __init__(self) -> None:
-        self.registry = SlotRegistry(lambda c, t, s, tr: None)
-        self.worker_url = "http://testserver"
+    def __init__(self, url: str) -> None:
+        self.events: list[tuple[str, int, State, str | None]] = []
+        self.registry = SlotRegistry(lambda c, t, s, tr: self.events.append((c, t, s, tr)))
+        self.worker_url = url
         self.is_leader = True
 
     def leader_url(self) -> str | None:
@@ -36,57 +57,154 @@ class _Host:
     def session_key_b64(self) -> str | None:
         return KEY_B64
 
+    def verify_internal_request(self, headers: dict[str, str], body: bytes) -> None:
+        signing.verify(KEY, ["HmacSHA256"], headers, body)
 
-def _verify(request: Request, raw_body: bytes) -> None:
-    signing.verify(KEY, ["HmacSHA256"], dict(request.headers), raw_body)
-
-
-def _client(host: _Host) -> AppClient:
-    app = create_app(FakeHerder(), extra_routers=[slots_router(host)],
-                     internal_request_verifier=_verify)
-    return AppClient(app)
+    def state(self, task: int = 0) -> State | None:
+        view = self.registry.slot("conn", task)
+        return None if view is None else view.state
 
 
-def _post(client: AppClient, body: bytes, key: str = KEY_B64) -> httpx.Response:
-    path = heartbeat_url("", "conn", 0)
-    return client.post(path, content=body, headers=signing.sign_headers(key, "HmacSHA256", body))
+@contextmanager
+def _served() -> Iterator[_Host]:
+    port = free_port()
+    host = _Host(f"http://127.0.0.1:{port}")
+    app = create_app(FakeHerder(), extra_routers=[slots_router(host)])
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning",
+                                           lifespan="off", ws="websockets-sansio",
+                                           ws_ping_interval=None))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    wait_for(lambda: server.started, 10, "uvicorn did not start")
+    try:
+        yield host
+    finally:
+        server.should_exit = True
+        thread.join(10)
 
 
-def test_signed_report_is_recorded_and_answered_with_command_and_key() -> None:
-    host = _Host()
-    host.registry.open("conn", generation=5, task_count=1, paused=True)
-    with _client(host) as client:
-        response = _post(client, REPORT.to_json())
-    assert response.status_code == 200
-    assert SlotAnswer.from_json(response.content) == SlotAnswer(Command.PAUSE, 0, KEY_B64)
-    view = host.registry.slot("conn", 0)
-    assert view is not None and view.state is State.RUNNING and view.pid == 7
+def _spec(url: str, generation: int = 5, **overrides: Any) -> TaskSpec:
+    fields: dict[str, Any] = dict(
+        connector="conn", task=0, generation=generation, task_config={}, connector_config={},
+        bootstrap_servers="127.0.0.1:9", group_id="g", config_topic="no-config",
+        status_topic="no-status", global_offsets_topic="no-offsets", worker_url=url,
+        worker_id="w", eos_support="enabled", offset_flush_interval_ms=1000,
+        session_key=KEY_B64)
+    fields.update(overrides)
+    return TaskSpec(**fields)
 
 
-def test_report_of_an_old_generation_is_told_to_stop() -> None:
-    host = _Host()
-    host.registry.open("conn", generation=5, task_count=1, paused=False)
-    with _client(host) as client:
-        response = _post(client, replace(REPORT, generation=4).to_json())
-    assert SlotAnswer.from_json(response.content).command is Command.STOP
+def _raw(host: _Host, hello: SlotHello | None, key: bytes | None = KEY,
+         header: str | None = None) -> tuple[list[bytes], int | None, str | None]:
+    """Open a channel by hand; returns what the worker sent and how it closed."""
+    headers: dict[str, str] = {}
+    if hello is not None:
+        headers[HELLO_HEADER] = header if header is not None else hello.to_header()
+        if key is not None:  # signs what the header carries
+            headers.update(signing.sign_headers(base64.b64encode(key).decode(), "HmacSHA256",
+                                                SlotHello.header_body(headers[HELLO_HEADER])))
+    received: list[bytes] = []
+    with connect(channel_url(host.worker_url, "conn", 0), additional_headers=headers,
+                 proxy=None, open_timeout=5) as ws:
+        try:
+            while True:
+                message = ws.recv(timeout=5)
+                received.append(message if isinstance(message, bytes) else message.encode())
+        except ConnectionClosed:
+            pass
+        return received, ws.close_code, ws.close_reason
 
 
-def test_forged_or_unsigned_heartbeats_are_refused_like_other_internal_requests() -> None:
-    host = _Host()
-    host.registry.open("conn", generation=5, task_count=1, paused=False)
-    with _client(host) as client:
-        forged = _post(client, REPORT.to_json(), key=base64.b64encode(b"x" * 32).decode())
-        assert_connect_error(forged, 403, "signature")
-        unsigned = client.post(heartbeat_url("", "conn", 0), content=REPORT.to_json())
-        assert unsigned.status_code == 400
-    view = host.registry.slot("conn", 0)
-    assert view is not None and view.state is State.UNASSIGNED  # nothing recorded
+HELLO = SlotHello(run_id="r", generation=5, attempt=0, pid=7, host="h")
 
 
-def test_a_malformed_report_is_a_400_naming_the_field() -> None:
-    host = _Host()
-    host.registry.open("conn", generation=5, task_count=1, paused=False)
-    with _client(host) as client:
-        no_state = {k: v for k, v in orjson.loads(REPORT.to_json()).items() if k != "state"}
-        assert_connect_error(_post(client, orjson.dumps(no_state)), 400, "'state'")
-        assert_connect_error(_post(client, b"[1]"), 400, "JSON object")
+def test_unsigned_forged_or_garbled_hellos_are_refused_like_other_internal_requests() -> None:
+    with _served() as host:
+        host.registry.open("conn", generation=5, task_count=1, paused=False)
+        _, code, reason = _raw(host, HELLO, key=None)
+        assert code == CLOSE_BAD_REQUEST and "signature headers" in (reason or "")
+        _, code, reason = _raw(host, HELLO, key=b"x" * 32)
+        assert code == CLOSE_FORBIDDEN and "does not match" in (reason or "")
+        _, code, reason = _raw(host, None)
+        assert code == CLOSE_BAD_REQUEST and HELLO_HEADER in (reason or "")
+        bad = base64.urlsafe_b64encode(orjson.dumps({"run_id": "r"})).decode()
+        _, code, reason = _raw(host, HELLO, header=bad)
+        assert code == CLOSE_BAD_REQUEST and "'generation'" in (reason or "")
+        assert host.state() is State.UNASSIGNED and host.events == []  # nothing recorded
+
+
+def test_a_slot_of_an_older_generation_is_told_to_stop() -> None:
+    with _served() as host:
+        host.registry.open("conn", generation=6, task_count=1, paused=False)
+        received, code, _ = _raw(host, HELLO)
+        assert [SlotAnswer.from_json(m).command for m in received] == [Command.STOP]
+        assert code == CLOSE_NO_SUCH_TASK
+
+
+def test_a_malformed_report_closes_the_channel_naming_the_field() -> None:
+    with _served() as host:
+        host.registry.open("conn", generation=5, task_count=1, paused=False)
+        headers = {HELLO_HEADER: HELLO.to_header(),
+                   **signing.sign_headers(KEY_B64, "HmacSHA256", HELLO.to_json())}
+        with connect(channel_url(host.worker_url, "conn", 0), additional_headers=headers,
+                     proxy=None) as ws:
+            assert SlotAnswer.from_json(ws.recv(timeout=5)).command is Command.RUN  # type: ignore[arg-type]
+            ws.send(b'{"state": "RUNNING"}')
+            with pytest.raises(ConnectionClosed):
+                ws.recv(timeout=5)
+            assert ws.close_code == CLOSE_BAD_REQUEST and "'fenced'" in (ws.close_reason or "")
+
+
+def test_slot_control_reports_and_follows_pushed_commands() -> None:
+    with _served() as host:
+        host.registry.open("conn", generation=5, task_count=1, paused=False)
+        control = SlotControl(_spec(host.worker_url), attempt=0)
+        try:
+            control.wait_for_answer()
+            assert control.command is Command.RUN and control.session_key == KEY_B64
+            control.report(State.RUNNING)
+            wait_for(lambda: host.state() is State.RUNNING, 5, "RUNNING not recorded")
+            host.registry.set_paused("conn", True)
+            wait_for(lambda: control.command is Command.PAUSE, 5, "pause not pushed")
+            assert host.registry.restart("conn", 0)
+            wait_for(lambda: control.restart_seq == 1, 5, "restart not pushed")
+            view = host.registry.slot("conn", 0)
+            assert view is not None and view.connected and view.pid == os.getpid()
+        finally:
+            control.report(State.UNASSIGNED)
+            control.close()
+        wait_for(lambda: not (v := host.registry.slot("conn", 0)) or not v.connected, 5,
+                 "the channel did not close")
+        view = host.registry.slot("conn", 0)
+        assert view is not None and not view.lost and view.state is State.UNASSIGNED
+
+
+_SLOT_PROCESS = """
+import sys, time
+from connect_runtime.protocol.task_spec import TaskSpec
+from connect_runtime.protocol.states import State
+from connect_runtime.task.slot_control import SlotControl
+import orjson
+control = SlotControl(TaskSpec(**orjson.loads(sys.argv[1])), attempt=0)
+control.wait_for_answer()
+control.report(State.RUNNING)
+time.sleep(600)
+"""
+
+
+def test_a_killed_slot_process_is_lost_at_once_not_after_the_timeout() -> None:
+    with _served() as host:
+        host.registry.open("conn", generation=5, task_count=1, paused=False)
+        spec = _spec(host.worker_url)
+        proc = subprocess.Popen([sys.executable, "-c", _SLOT_PROCESS,
+                                 orjson.dumps(spec.__dict__).decode()])
+        try:
+            wait_for(lambda: host.state() is State.RUNNING, 30, "the slot never ran")
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait(10)
+            wait_for(lambda: host.state() is State.FAILED, 5, "the kill went unnoticed")
+        finally:
+            proc.kill()
+        trace = host.events[-1][3] or ""
+        # Noticed from the closed connection, not from silence.
+        assert "closed without a final report" in trace and f"process {proc.pid}" in trace

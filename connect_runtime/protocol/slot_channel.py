@@ -1,0 +1,256 @@
+"""The slot channel: the one conversation between a task slot and its worker.
+
+A slot (a long-running Spark task on an executor, :mod:`connect_runtime.task.slot`)
+holds one WebSocket to the worker that submitted it for as long as it runs::
+
+    GET /internal/tasks/{connector}/{task}/channel      (WebSocket upgrade)
+        X-Connect-Slot-Hello: base64url(SlotHello JSON)
+        X-Connect-Authorization / X-Connect-Request-Signature-Algorithm:
+            the KIP-507 signature of the hello JSON (protocol.signing)
+
+    slot -> worker   a SlotReport (JSON) when its state changes, at once;
+                     an empty frame (keepalive) when nothing was sent for
+                     KEEPALIVE_INTERVAL_S
+    worker -> slot   a SlotAnswer (JSON) right after the hello, and again
+                     whenever the command, the restart counter or the session
+                     key changes (pushed: pause/stop/restart reach the slot in
+                     one network round trip, not a polling interval)
+
+Why a connection and not a request per heartbeat: the leader's cost. A signed
+HTTP heartbeat every 250 ms cost the worker about 0.75 ms of CPU each, 3 ms per
+task per second, and capped one worker near 330 tasks. An idle WebSocket costs
+nothing; a keepalive costs about 0.2 ms every few seconds; the report of a
+change is as rare as the change (docs/benchmarks.md, control plane).
+
+Liveness: the worker declares a slot lost (its task FAILED, with where it ran)
+
+* at once when the connection closes without a normal close (code 1000): the
+  Python process or the executor running it died; the kernel closed its socket;
+* after :data:`LIVENESS_TIMEOUT_S` without any frame: the host vanished, the
+  network broke, or the process is frozen.
+
+A lost slot that speaks again (same process, new connection) gets its state
+back; Spark re-running it (a new process, ``attempt`` > 0) reports anew.
+
+Refusals close the channel with ``4000 + HTTP status`` and a reason:
+:data:`CLOSE_BAD_REQUEST` (the hello does not parse or the signature headers
+are missing), :data:`CLOSE_FORBIDDEN` (the key is no longer accepted: read the
+current one from the config topic and reconnect), :data:`CLOSE_UNAVAILABLE`
+(the worker has no session key yet), :data:`CLOSE_NO_SUCH_TASK` (this worker
+hosts no such task, or not this generation of it: the slot stops). Both ends
+parse with this module, so a field renamed on one side fails the other's tests
+rather than silently reading a default.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, TypeVar
+from urllib.parse import quote
+
+import orjson
+
+from connect_runtime.errors import BadRequestException
+from connect_runtime.protocol.states import State
+
+__all__ = [
+    "CLOSE_BAD_REQUEST",
+    "CLOSE_DONE",
+    "CLOSE_FORBIDDEN",
+    "CLOSE_LOST",
+    "CLOSE_NO_SUCH_TASK",
+    "CLOSE_UNAVAILABLE",
+    "HELLO_HEADER",
+    "KEEPALIVE",
+    "KEEPALIVE_INTERVAL_S",
+    "LIVENESS_TIMEOUT_S",
+    "SLOT_CHANNEL_ROUTE",
+    "Command",
+    "InvalidSlotMessage",
+    "SlotAnswer",
+    "SlotHello",
+    "SlotReport",
+    "channel_url",
+    "close_code",
+]
+
+KEEPALIVE_INTERVAL_S = 3.0
+"""A slot that sent nothing for this long sends :data:`KEEPALIVE`."""
+
+LIVENESS_TIMEOUT_S = 10.0
+"""A slot not heard from for this long is lost (three keepalives missed, plus
+slack for a loaded machine). A closed connection is noticed at once."""
+
+KEEPALIVE = b""
+SLOT_CHANNEL_ROUTE = "/internal/tasks/{connector}/{task}/channel"
+HELLO_HEADER = "X-Connect-Slot-Hello"
+
+CLOSE_DONE = 1000  # the slot ended deliberately; its last report stands
+CLOSE_BAD_REQUEST = 4400
+CLOSE_FORBIDDEN = 4403
+CLOSE_NO_SUCH_TASK = 4404
+CLOSE_LOST = 4408  # the worker gave up on a silent slot; if it is alive, it reconnects
+CLOSE_UNAVAILABLE = 4503
+
+
+def close_code(http_status: int) -> int:
+    """The channel's close code for a refusal that would be ``http_status`` over HTTP."""
+    return 4000 + http_status
+
+
+def channel_url(worker_url: str, connector: str, task: int) -> str:
+    """The channel URL (``ws://`` or ``wss://``) of ``connector``'s task ``task``."""
+    scheme, sep, rest = worker_url.partition("://")
+    ws_scheme = {"http": "ws", "https": "wss"}.get(scheme.lower(), scheme) if sep else "ws"
+    return (f"{ws_scheme}://{rest if sep else worker_url}"
+            + SLOT_CHANNEL_ROUTE.format(connector=quote(connector, safe=""), task=task))
+
+
+class Command(StrEnum):
+    """What the worker tells a slot to do with its task instance."""
+
+    RUN = "run"
+    PAUSE = "pause"  # keep the task and its producer; stop polling
+    STOP = "stop"  # stop the task and end the slot (the Spark task returns)
+
+
+class InvalidSlotMessage(BadRequestException):
+    """A slot-channel message that does not parse; the worker refuses it (400)."""
+
+
+def _object(body: bytes, what: str) -> dict[str, Any]:
+    try:
+        value = orjson.loads(body)
+    except orjson.JSONDecodeError as e:
+        raise InvalidSlotMessage(f"Invalid {what}: not JSON ({e})") from None
+    if not isinstance(value, dict):
+        raise InvalidSlotMessage(
+            f"Invalid {what}: expected a JSON object, got {type(value).__name__}")
+    return value
+
+
+def _field(message: dict[str, Any], what: str, name: str, kind: type,
+           *, optional: bool = False) -> Any:
+    value = message.get(name)
+    if value is None and optional:
+        return None
+    # bool is an int in Python; a JSON true is not a count.
+    if not isinstance(value, kind) or (isinstance(value, bool) and kind is int):
+        raise InvalidSlotMessage(
+            f"Invalid {what}: field '{name}' must be {'null or ' if optional else ''}"
+            f"{kind.__name__}, got {value!r}")
+    return value
+
+
+_E = TypeVar("_E", bound=StrEnum)
+
+
+def _choice(message: dict[str, Any], what: str, name: str, kind: type[_E]) -> _E:
+    value = _field(message, what, name, str)
+    try:
+        return kind(value)
+    except ValueError:
+        raise InvalidSlotMessage(f"Invalid {what}: unknown {name} {value!r}") from None
+
+
+@dataclass(frozen=True, slots=True)
+class SlotHello:
+    """Who is calling: sent once per connection, in :data:`HELLO_HEADER`, signed.
+
+    ``run_id`` is one per slot process attempt: a reconnect of the same process
+    keeps it, a re-run by Spark has a new one (and ``attempt`` > 0).
+    """
+
+    run_id: str
+    generation: int  # the connector generation the slot was submitted for
+    attempt: int  # Spark's attempt number of the slot
+    pid: int
+    host: str
+
+    def to_json(self) -> bytes:
+        return orjson.dumps({"run_id": self.run_id, "generation": self.generation,
+                             "attempt": self.attempt, "pid": self.pid, "host": self.host})
+
+    def to_header(self) -> str:
+        return base64.urlsafe_b64encode(self.to_json()).decode("ascii")
+
+    @classmethod
+    def from_json(cls, body: bytes) -> SlotHello:
+        what = "slot hello"
+        m = _object(body, what)
+        return cls(run_id=_field(m, what, "run_id", str),
+                   generation=_field(m, what, "generation", int),
+                   attempt=_field(m, what, "attempt", int),
+                   pid=_field(m, what, "pid", int), host=_field(m, what, "host", str))
+
+    @staticmethod
+    def header_body(header: str | None) -> bytes:
+        """The signed bytes carried by :data:`HELLO_HEADER`; raises if absent or not base64."""
+        if not header:
+            raise InvalidSlotMessage(f"Invalid slot hello: missing header {HELLO_HEADER}")
+        try:
+            return base64.b64decode(header.encode("ascii"), altchars=b"-_", validate=True)
+        except (binascii.Error, UnicodeEncodeError):
+            raise InvalidSlotMessage(
+                f"Invalid slot hello: header {HELLO_HEADER} is not base64url") from None
+
+
+@dataclass(frozen=True, slots=True)
+class SlotReport:
+    """A slot's state as it reports it. ``restart_seq`` is the last restart counter
+    the slot heard (None before the first answer): a report older than a restart
+    describes the instance being restarted and must not overwrite RESTARTING."""
+
+    state: State
+    trace: str | None
+    restart_seq: int | None
+    fenced: bool  # the slot's producer was fenced by another with its transactional.id
+
+    def to_json(self) -> bytes:
+        return orjson.dumps({"state": self.state.value, "trace": self.trace,
+                             "restart_seq": self.restart_seq, "fenced": self.fenced})
+
+    @classmethod
+    def from_json(cls, body: bytes) -> SlotReport:
+        """Parse a report; raises :class:`InvalidSlotMessage` naming the bad field."""
+        what = "slot report"
+        m = _object(body, what)
+        return cls(state=_choice(m, what, "state", State),
+                   trace=_field(m, what, "trace", str, optional=True),
+                   restart_seq=_field(m, what, "restart_seq", int, optional=True),
+                   fenced=_field(m, what, "fenced", bool))
+
+
+@dataclass(frozen=True, slots=True)
+class SlotAnswer:
+    """What the slot should do: the command, the task's restart counter (a change
+    means "restart": stop this instance and start a new one), the current session
+    key (base64; None when the worker has none yet), and ``restart_pending``: a
+    restart was requested after this slot's previous process was lost, so a
+    re-run by Spark starts the task at once instead of reporting FAILED."""
+
+    command: Command
+    restart_seq: int
+    session_key: str | None = None
+    restart_pending: bool = False
+
+    @classmethod
+    def stop(cls, restart_seq: int = 0) -> SlotAnswer:
+        return cls(Command.STOP, restart_seq)
+
+    def to_json(self) -> bytes:
+        return orjson.dumps({"command": self.command.value, "restart_seq": self.restart_seq,
+                             "session_key": self.session_key,
+                             "restart_pending": self.restart_pending})
+
+    @classmethod
+    def from_json(cls, body: bytes) -> SlotAnswer:
+        """Parse an answer; raises :class:`InvalidSlotMessage` naming the bad field."""
+        what = "slot answer"
+        m = _object(body, what)
+        return cls(_choice(m, what, "command", Command), _field(m, what, "restart_seq", int),
+                   _field(m, what, "session_key", str, optional=True),
+                   bool(_field(m, what, "restart_pending", bool, optional=True)))

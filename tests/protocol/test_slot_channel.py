@@ -1,0 +1,92 @@
+"""The slot-channel messages: both ends parse with the same code, bad input names its field."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+
+from connect_runtime.errors import BadRequestException
+from connect_runtime.protocol.slot_channel import (
+    KEEPALIVE_INTERVAL_S,
+    LIVENESS_TIMEOUT_S,
+    Command,
+    InvalidSlotMessage,
+    SlotAnswer,
+    SlotHello,
+    SlotReport,
+    channel_url,
+    close_code,
+)
+from connect_runtime.protocol.states import State
+
+HELLO = SlotHello(run_id="abc", generation=3, attempt=1, pid=42, host="exec-1")
+REPORT = SlotReport(state=State.FAILED, trace="boom", restart_seq=None, fenced=False)
+
+
+def test_hello_report_and_answer_round_trip() -> None:
+    assert SlotHello.from_json(SlotHello.header_body(HELLO.to_header())) == HELLO
+    assert SlotReport.from_json(REPORT.to_json()) == REPORT
+    answer = SlotAnswer(Command.PAUSE, 4, session_key="a2V5", restart_pending=True)
+    assert SlotAnswer.from_json(answer.to_json()) == answer
+    assert SlotAnswer.from_json(SlotAnswer.stop(2).to_json()) == SlotAnswer(Command.STOP, 2, None)
+
+
+def test_the_wire_format_is_plain_json_with_lowercase_commands() -> None:
+    wire = orjson.loads(SlotAnswer(Command.RUN, 0).to_json())
+    assert wire == {"command": "run", "restart_seq": 0, "session_key": None,
+                    "restart_pending": False}
+    assert orjson.loads(REPORT.to_json())["state"] == "FAILED"
+    # An answer from a worker that predates restart_pending still parses.
+    assert not SlotAnswer.from_json(b'{"command": "run", "restart_seq": 0}').restart_pending
+
+
+@pytest.mark.parametrize(("change", "named"), [
+    ({"state": "DANCING"}, "DANCING"),
+    ({"fenced": 1}, "'fenced'"),
+    ({"trace": 5}, "'trace'"),
+    ({"restart_seq": True}, "'restart_seq'"),
+])
+def test_a_bad_report_field_is_named(change: dict[str, object], named: str) -> None:
+    body = orjson.dumps({**orjson.loads(REPORT.to_json()), **change})
+    with pytest.raises(InvalidSlotMessage, match=named) as raised:
+        SlotReport.from_json(body)
+    assert isinstance(raised.value, BadRequestException)  # refused as a 400 would be
+
+
+@pytest.mark.parametrize(("change", "named"), [
+    ({"generation": "3"}, "'generation'"), ({"generation": True}, "'generation'"),
+    ({"pid": None}, "'pid'"), ({"run_id": 1}, "'run_id'"),
+])
+def test_a_bad_hello_field_is_named(change: dict[str, object], named: str) -> None:
+    with pytest.raises(InvalidSlotMessage, match=named):
+        SlotHello.from_json(orjson.dumps({**orjson.loads(HELLO.to_json()), **change}))
+
+
+@pytest.mark.parametrize("header", [None, "", "%%%"])
+def test_a_missing_or_garbled_hello_header_is_refused(header: str | None) -> None:
+    with pytest.raises(InvalidSlotMessage, match="X-Connect-Slot-Hello"):
+        SlotHello.header_body(header)
+
+
+@pytest.mark.parametrize("body", [b"", b"not json", b"[]", b"{}"])
+def test_a_body_that_is_no_message_is_refused(body: bytes) -> None:
+    with pytest.raises(InvalidSlotMessage, match="Invalid slot report"):
+        SlotReport.from_json(body)
+    with pytest.raises(InvalidSlotMessage, match="Invalid slot answer"):
+        SlotAnswer.from_json(body)
+
+
+def test_unknown_command_is_refused() -> None:
+    with pytest.raises(InvalidSlotMessage, match="'jump'"):
+        SlotAnswer.from_json(b'{"command": "jump", "restart_seq": 0}')
+
+
+def test_url_follows_the_worker_scheme_and_quotes_the_connector_name() -> None:
+    assert (channel_url("http://w:8083", "a b/c", 2)
+            == "ws://w:8083/internal/tasks/a%20b%2Fc/2/channel")
+    assert channel_url("https://w:8443", "c", 0) == "wss://w:8443/internal/tasks/c/0/channel"
+
+
+def test_refusals_mirror_http_statuses_and_liveness_outlasts_keepalives() -> None:
+    assert close_code(403) == 4403 and close_code(404) == 4404
+    assert LIVENESS_TIMEOUT_S >= 3 * KEEPALIVE_INTERVAL_S

@@ -367,9 +367,9 @@ class SparkStandaloneCluster:
         for p in self._procs:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 p.wait(timeout=5)
-        left = self.processes()
-        if left:
-            raise RuntimeError(f"Spark standalone processes survived SIGKILL: {left}")
+        survivors = self.processes()
+        if survivors:
+            raise RuntimeError(f"Spark standalone processes survived SIGKILL: {survivors}")
 
     def __enter__(self) -> SparkStandaloneCluster:
         return self.start()

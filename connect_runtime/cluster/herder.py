@@ -95,6 +95,7 @@ class DistributedHerder:
         self._running_generation: dict[str, int] = {}
         self._failed_jobs: set[str] = set()
         self._restart_connector: set[str] = set()
+        self._leader_seen = False
         self._write_lock = threading.Lock()
         self._wake = threading.Event()
         self._stopping = threading.Event()
@@ -268,6 +269,13 @@ class DistributedHerder:
     def health(self) -> HealthInfo:
         if not (self.started.is_set() and self.runner.healthy):
             return HealthInfo("starting", "Worker is still starting up.")
+        if not self._leader_seen:
+            # Startup ends when the cluster has a leader: before, every write would
+            # be refused (409, no known leader). Later elections do not make a
+            # worker unhealthy (a probe would restart healthy pods).
+            if self.leader_url() is None:
+                return HealthInfo("starting", "Worker is still starting up: no leader yet.")
+            self._leader_seen = True
         if not self._thread.is_alive():
             return HealthInfo("unhealthy", "The worker's herder thread has stopped.")
         return HealthInfo("healthy", "Worker has completed startup and is ready to handle "

@@ -82,12 +82,13 @@ class SlotRegistry:
     """The slots of the connectors this worker hosts, keyed by (connector, task).
 
     Thread-safe: channel handlers (on the REST event loop), the herder's
-    reconcile thread, the liveness thread and status reads call it concurrently.
-    Methods called from the event loop never block: ``keepalive`` only stamps a
-    time; ``report`` and ``disconnect`` may call ``on_state_change`` (a status
-    write), so the channel handler runs them on a thread. ``on_state_change``
-    and pushes are called outside the lock; state changes reach
-    ``on_state_change`` in the order the registry recorded them.
+    reconcile thread, the events thread and status reads call it concurrently.
+    The channel methods never block the event loop: they take the lock for a
+    few dict operations and queue state changes; the events thread (after
+    :meth:`start`) passes them to ``on_state_change`` (a status write) in the
+    order the registry recorded them, so 2,000 channels closing at once do not
+    queue REST requests behind 2,000 status writes. Pushes and
+    ``on_state_change`` are called outside the lock.
     """
 
     def __init__(self, on_state_change: StateListener, *,
@@ -109,6 +110,7 @@ class SlotRegistry:
         self._events: deque[tuple[str, int, State, str | None]] = deque()
         self._delivery_lock = threading.Lock()
         self._stop = threading.Event()
+        self._wake = threading.Event()
         self._thread: threading.Thread | None = None
 
     # ------------------------------------------------------------ the herder
@@ -197,12 +199,18 @@ class SlotRegistry:
 
     def connect(self, connector: str, task: int, hello: SlotHello,
                 push: Push) -> SlotChannel | None:
-        """A slot opened its channel. None: no such task or generation here (the
-        handler tells it to stop). Otherwise the answer is pushed at once."""
+        """A slot opened its channel. None: no such task or generation here, or a
+        newer attempt of the slot has spoken (the handler tells it to stop).
+        Otherwise the answer is pushed at once."""
         key = (connector, task)
         with self._lock:
             slot = self._slots.get(key)
             if slot is None or hello.generation != slot.generation:
+                return None
+            if hello.run_id != slot.run_id and hello.attempt < slot.attempt:
+                # An older attempt, still alive after Spark re-ran its slot (its
+                # executor JVM hung, not its Python worker): the newer one owns the
+                # task, and the older one's producer is fenced by it anyway.
                 return None
             replaced = self._channels.get(key)
             channel = SlotChannel(key, hello.run_id, push, next(self._serials))
@@ -278,19 +286,27 @@ class SlotRegistry:
         self._deliver()
 
     def start(self) -> None:
-        """Check liveness every second on a daemon thread until :meth:`stop`."""
-        self._thread = threading.Thread(target=self._liveness_loop, name="slot-liveness",
-                                        daemon=True)
+        """Deliver state changes and check liveness (every second) on a daemon
+        thread until :meth:`stop`. Until then, changes are delivered by the
+        thread that made them (what unit tests rely on)."""
+        self._thread = threading.Thread(target=self._run, name="slot-events", daemon=True)
         self._thread.start()
 
     def stop(self) -> None:
         self._stop.set()
+        self._wake.set()
         if self._thread is not None:
             self._thread.join(5)
 
-    def _liveness_loop(self) -> None:
-        while not self._stop.wait(1.0):
-            self.check_liveness()
+    def _run(self) -> None:
+        next_check = self._clock() + 1.0
+        while not self._stop.is_set():
+            self._wake.wait(max(0.0, next_check - self._clock()))
+            self._wake.clear()
+            self._drain()
+            if self._clock() >= next_check:
+                self.check_liveness()
+                next_check = self._clock() + 1.0
 
     # ------------------------------------------------------------ internals
 
@@ -318,7 +334,15 @@ class SlotRegistry:
         self._events.append((slot.connector, slot.task, state, trace))
 
     def _deliver(self) -> None:
-        """Pass queued state changes to ``on_state_change``, in order (outside the lock)."""
+        """Pass queued state changes on: to the events thread if it runs (callers
+        on the REST event loop must not wait for a status write), else now."""
+        if self._thread is not None:
+            self._wake.set()
+        else:
+            self._drain()
+
+    def _drain(self) -> None:
+        """Call ``on_state_change`` for each queued change, in order, outside the lock."""
         with self._delivery_lock:
             while self._events:
                 self._on_state_change(*self._events.popleft())

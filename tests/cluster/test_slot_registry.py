@@ -217,3 +217,40 @@ def test_slots_spark_has_not_started_get_the_reason_once() -> None:
     late, _ = _connect(reg, task=1, run_id="r2")
     reg.report(late, _report(State.RUNNING))
     assert events[-1] == ("c", 1, State.RUNNING, None)
+
+
+def test_an_older_attempt_still_alive_after_a_rerun_is_told_to_stop() -> None:
+    # Spark re-ran the slot while the first attempt's Python worker still ran (its
+    # executor JVM hung): the two must not take the channel from each other.
+    reg, _, _ = _registry()
+    reg.open("c", generation=1, task_count=1, paused=False)
+    _connect(reg, run_id="first", attempt=0)
+    _connect(reg, run_id="second", attempt=1)
+    assert reg.connect("c", 0, _hello(run_id="first", attempt=0), Pushed()) is None
+    view = reg.slot("c", 0)
+    assert view is not None and view.run_id == "second"
+
+
+def test_once_started_changes_are_written_by_the_registrys_thread_in_order() -> None:
+    import threading
+
+    callers: list[str] = []
+    events: list[State] = []
+    done = threading.Event()
+
+    def listener(c: str, t: int, state: State, trace: str | None) -> None:
+        callers.append(threading.current_thread().name)
+        events.append(state)
+        if state is State.PAUSED:
+            done.set()
+    reg = SlotRegistry(listener)
+    reg.start()
+    try:
+        reg.open("c", generation=1, task_count=1, paused=False)
+        channel, _ = _connect(reg)
+        for state in (State.RUNNING, State.PAUSED):
+            reg.report(channel, _report(state))
+        assert done.wait(5)
+    finally:
+        reg.stop()
+    assert events == [State.RUNNING, State.PAUSED] and set(callers) == {"slot-events"}

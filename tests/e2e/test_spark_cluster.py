@@ -172,7 +172,11 @@ def test_a_new_leader_runs_the_tasks_on_the_cluster_after_the_leader_is_killed(
 
         leader.signal_tree(signal.SIGKILL)  # the whole pod: worker, driver JVM, all
         new = cluster.wait_leader(timeout=120, other_than=leader)
-        new.wait_tasks(name, "RUNNING", TASKS, timeout=300)
+        # RUNNING as the new leader reports it: the old leader's RUNNING stays in
+        # the status topic until the new one resubmits the tasks.
+        wait_for(lambda: [(t["state"], t["worker_id"]) for t in new.status(name)["tasks"]]
+                 == [("RUNNING", f"127.0.0.1:{new.port}")] * TASKS, 300,
+                 "the new leader's tasks to run")
         apps = {a["id"] for a in spark.applications() if a["name"] == app}
         assert len(apps) == 1 and apps != first_app  # the new leader's application
         grows(kafka_bootstrap, topic, before)

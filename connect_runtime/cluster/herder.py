@@ -90,7 +90,7 @@ class DistributedHerder:
         self.kafka_cluster_id = kafka_cluster_id
         self.worker_id = config.worker_id
         self.worker_url = config.advertised_url()
-        self.registry = SlotRegistry(self._on_task_state)
+        self.registry = SlotRegistry(self._on_task_state, session_key=self.session_key_b64)
         self._hosted: dict[str, HostedConnector] = {}
         self._running_generation: dict[str, int] = {}
         self._failed_jobs: set[str] = set()

@@ -13,6 +13,7 @@ to stop and does not speak for the task: only the current generation does.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import threading
 import time
@@ -92,9 +93,13 @@ class SlotRegistry:
     """
 
     def __init__(self, on_state_change: StateListener, *,
+                 session_key: Callable[[], str | None] = lambda: None,
                  liveness_timeout_s: float = LIVENESS_TIMEOUT_S,
                  clock: Callable[[], float] = time.monotonic) -> None:
+        """``session_key`` gives the current session key (base64) that every answer
+        carries; it is read once per batch of answers, not once per slot."""
         self._on_state_change = on_state_change
+        self._session_key = session_key
         self._timeout = liveness_timeout_s
         self._clock = clock
         self._lock = threading.Lock()
@@ -347,7 +352,9 @@ class SlotRegistry:
             while self._events:
                 self._on_state_change(*self._events.popleft())
 
-    @staticmethod
-    def _send(pushes: Sequence[tuple[Push, SlotAnswer | None]]) -> None:
+    def _send(self, pushes: Sequence[tuple[Push, SlotAnswer | None]]) -> None:
+        """Send each answer with the current session key (looked up once: a pause
+        or a key rotation answers hundreds of slots at a time)."""
+        key = self._session_key() if any(a is not None for _, a in pushes) else None
         for push, answer in pushes:
-            push(answer)
+            push(None if answer is None else dataclasses.replace(answer, session_key=key))

@@ -137,20 +137,18 @@ class SparkTaskRunner:
         with self._lock:
             if connector in self._jobs and not self._jobs[connector].done.is_set():
                 raise RuntimeError(f"a job for connector {connector} is still running")
-            busy = sum(j.task_count for j in self._jobs.values() if not j.done.is_set())
             self._jobs[connector] = job
-        self._warn_if_short_of_slots(connector, len(specs), busy)
+        self._warn_if_short_of_slots(connector, len(specs))
         job.thread.start()
         return job
 
-    def _warn_if_short_of_slots(self, connector: str, needed: int, busy: int) -> None:
+    def _warn_if_short_of_slots(self, connector: str, needed: int) -> None:
         # Every task holds a Spark task slot for as long as it runs; Spark queues
         # what does not fit, and those tasks stay UNASSIGNED (the herder puts the
         # reason in their status once they have waited a while: shortfall()).
         message = self.shortfall()
         if message is not None:
-            log.warning("connector %s (%d task(s); other connectors' tasks hold %d): %s",
-                        connector, needed, busy, message)
+            log.warning("connector %s (%d task(s)): %s", connector, needed, message)
 
     def shortfall(self) -> str | None:
         """Why tasks wait for Spark, if the running jobs need more slots than Spark has."""

@@ -18,7 +18,6 @@ seconds: bench/control_plane.py.)
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
 from collections.abc import Sequence
 from typing import Any, Protocol
@@ -80,8 +79,6 @@ class SlotHost(Protocol):
 
     def leader_url(self) -> str | None: ...
 
-    def session_key_b64(self) -> str | None: ...
-
     def verify_internal_request(self, headers: dict[str, str], body: bytes) -> None: ...
 
 
@@ -112,8 +109,7 @@ def slots_router(host: SlotHost) -> APIRouter:
         outbox: asyncio.Queue[bytes | None] = asyncio.Queue()
 
         def push(answer: SlotAnswer | None) -> None:  # any thread; never blocks
-            data = None if answer is None else dataclasses.replace(
-                answer, session_key=host.session_key_b64()).to_json()
+            data = None if answer is None else answer.to_json()
             loop.call_soon_threadsafe(outbox.put_nowait, data)
 
         registered = host.registry.connect(connector, task, hello, push)

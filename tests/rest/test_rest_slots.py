@@ -47,15 +47,13 @@ KEY_B64 = base64.b64encode(KEY).decode("ascii")
 class _Host:
     def __init__(self, url: str) -> None:
         self.events: list[tuple[str, int, State, str | None]] = []
-        self.registry = SlotRegistry(lambda c, t, s, tr: self.events.append((c, t, s, tr)))
+        self.registry = SlotRegistry(lambda c, t, s, tr: self.events.append((c, t, s, tr)),
+                                     session_key=lambda: KEY_B64)
         self.worker_url = url
         self.is_leader = True
 
     def leader_url(self) -> str | None:
         return self.worker_url
-
-    def session_key_b64(self) -> str | None:
-        return KEY_B64
 
     def verify_internal_request(self, headers: dict[str, str], body: bytes) -> None:
         signing.verify(KEY, ["HmacSHA256"], headers, body)

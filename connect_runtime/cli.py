@@ -2,6 +2,8 @@
 
     connect-runtime worker.properties            start a worker (Kafka Connect's
     connect-runtime worker worker.properties     connect-distributed.sh convention)
+    connect-runtime worker a.properties b.properties ...
+                                                 several files, later ones override
     connect-runtime tail --bootstrap-server B --topic T [--max N] [--timeout S]
                                                  print committed records (read_committed)
     connect-runtime verify --bootstrap-server B --topic T [--topic T2] [--seq-field seq]
@@ -11,7 +13,8 @@
                                                  (docs/verify.md); exit 1 on any violation
 
 Exit status: 0 on success, 2 on bad usage or bad configuration (the message
-names the offending key), 1 on a runtime failure.
+names the offending key), 1 on a runtime failure (a refused Kafka login among
+them: one line on stderr saying so).
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from connect_runtime.errors import ConfigException
+from connect_runtime.errors import ConfigException, KafkaAuthenticationError
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -30,8 +33,11 @@ def _parser() -> argparse.ArgumentParser:
         description="Exactly-once source connectors (KIP-618) with tasks on Spark.")
     sub = parser.add_subparsers(dest="command", required=True)
     worker = sub.add_parser("worker", help="start a worker from a .properties file")
-    worker.add_argument("config", help="worker configuration (.properties); CONNECT_* "
-                                       "environment variables override its keys")
+    worker.add_argument("config", nargs="+",
+                        help="worker configuration (.properties); with several files, a "
+                             "later file's keys override an earlier one's (the container "
+                             "image layers its defaults, the chart's ConfigMap and Secrets "
+                             "this way); CONNECT_* environment variables override them all")
     tail = sub.add_parser("tail", help="print records of a topic that are committed")
     tail.add_argument("--bootstrap-server", required=True)
     tail.add_argument("--topic", required=True)
@@ -97,7 +103,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             from connect_runtime.config.worker_config import WorkerConfig
             from connect_runtime.worker import run_worker
 
-            config = WorkerConfig.from_file(args.config, os.environ)
+            config = WorkerConfig.from_files(args.config, os.environ)
             return run_worker(config)
         if args.command == "verify":
             return _verify(parser, args)
@@ -107,6 +113,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigException as e:
         print(f"connect-runtime: configuration error: {e}", file=sys.stderr)
         return 2
+    except KafkaAuthenticationError as e:
+        print(f"connect-runtime: authentication failed: {e}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         return 130
 

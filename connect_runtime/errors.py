@@ -25,7 +25,9 @@
     └── KafkaClientError             a confluent-kafka error, translated once at the boundary
         ├── ProducerFencedError      a newer producer owns this transactional.id: stop quietly
         ├── TransactionAbortableError  the current transaction must be aborted, then may retry
-        └── KafkaTimeoutError        the broker did not answer in time
+        ├── KafkaTimeoutError        the broker did not answer in time
+        └── KafkaAuthenticationError the broker refused the client's SASL credentials, or
+                                     the TLS handshake failed
 
 Connector authors raise :class:`ConnectError` subclasses (or any exception) from
 their code; the framework turns an exception in a task into a FAILED status whose
@@ -154,6 +156,13 @@ class KafkaClientError(ConnectError):
         self.txn_requires_abort = txn_requires_abort
 
 
+class KafkaAuthenticationError(KafkaClientError):
+    """The brokers refused the client's SASL credentials, or the TLS handshake failed.
+
+    Not retriable: librdkafka would retry forever with the same credentials.
+    """
+
+
 class ProducerFencedError(KafkaClientError):
     """A newer producer with the same ``transactional.id`` exists: this one is a zombie."""
 
@@ -195,6 +204,9 @@ def translate_kafka_error(exc: BaseException, context: str) -> KafkaClientError:
         return ProducerFencedError(message, **flags)
     if code in (KafkaError._TIMED_OUT, KafkaError.REQUEST_TIMED_OUT):
         return KafkaTimeoutError(message, **flags)
+    if code in (KafkaError._AUTHENTICATION, KafkaError.SASL_AUTHENTICATION_FAILED,
+                KafkaError._SSL):
+        return KafkaAuthenticationError(message, **flags)
     if flags["txn_requires_abort"]:
         return TransactionAbortableError(message, **flags)
     return KafkaClientError(message, **flags)

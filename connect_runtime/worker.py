@@ -33,7 +33,7 @@ from connect_runtime.cluster.herder import DistributedHerder
 from connect_runtime.cluster.membership import GroupMembership
 from connect_runtime.cluster.spark_runner import SparkTaskRunner
 from connect_runtime.config.worker_config import WorkerConfig
-from connect_runtime.kafka.clients import create_admin
+from connect_runtime.kafka.clients import check_cluster_access, create_admin
 from connect_runtime.kafka.topics import InternalTopicSettings, ensure_internal_topics
 from connect_runtime.plugin_path import PluginPath
 from connect_runtime.plugins import register_plugin_modules
@@ -108,6 +108,7 @@ class Worker:
             log.warning("exactly.once.source.support=%s: tasks run at-least-once (no "
                         "transactions, no zombie fencing); duplicates are possible",
                         self.config.eos_support)
+        self._check_kafka_access()
         ensure_internal_topics(self.admin, InternalTopicSettings.from_worker_config(self.config))
         cluster_id = self._cluster_id()
         self.status_store.start(STARTUP_READ_TIMEOUT_S)
@@ -135,6 +136,15 @@ class Worker:
         herder.start()
         herder.started.set()
         return herder
+
+    def _check_kafka_access(self) -> None:
+        """Fail at once, saying why, if the brokers refuse the credentials of any
+        client kind (``producer.sasl.jaas.config`` may differ from the top level's):
+        one metadata request each. A cluster that does not answer at all is waited
+        for once, not three times."""
+        for kind in ("admin", "consumer", "producer"):
+            if not check_cluster_access(self.config.client_config(kind), kind):
+                return
 
     def _membership_config(self) -> dict[str, Any]:
         session = int(self.config["session.timeout.ms"])

@@ -13,6 +13,12 @@
 #   KAFKA_CONTROLLER_PORT KRaft controller listener      (default: KAFKA_PORT + 1)
 #   KAFKA_HEAP            JVM heap                        (default: 768m)
 #   KAFKA_STOP_TIMEOUT    seconds before SIGKILL on stop  (default: 20)
+#   KAFKA_SASL_PORT       also listen with SASL_PLAINTEXT on 127.0.0.1:PORT, mechanisms
+#                         PLAIN and SCRAM-SHA-512 (default: no SASL listener)
+#   KAFKA_SASL_USERS      users of that listener, "name:password,name:password" (names
+#                         and passwords of [A-Za-z0-9._-]); SCRAM credentials are created
+#                         when the storage is formatted, so only a fresh KAFKA_DATA_DIR
+#                         gets them                  (default: admin:admin-secret)
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -26,6 +32,8 @@ controller_port="${KAFKA_CONTROLLER_PORT:-$((port + 1))}"
 heap="${KAFKA_HEAP:-768m}"
 stop_timeout="${KAFKA_STOP_TIMEOUT:-20}"
 pid_file="$data_dir/broker.pid"
+sasl_port="${KAFKA_SASL_PORT:-}"
+sasl_users="${KAFKA_SASL_USERS:-admin:admin-secret}"
 
 log() { printf 'kafka.sh: %s\n' "$*" >&2; }
 
@@ -44,16 +52,47 @@ fetch() {
 
 java_cp() { printf '%s/*' "$libs"; }
 
+# name:password pairs of KAFKA_SASL_USERS, one per line.
+sasl_user_lines() { tr ',' '\n' <<< "$sasl_users"; }
+
+# Refuses pairs that would need quoting in a JAAS config or a properties file.
+check_sasl_users() {
+  local pair
+  while IFS= read -r pair; do
+    if [[ ! "$pair" =~ ^[A-Za-z0-9._-]+:[A-Za-z0-9._-]+$ ]]; then
+      log "KAFKA_SASL_USERS: '${pair%%:*}' is not name:password of [A-Za-z0-9._-]"; exit 2
+    fi
+  done < <(sasl_user_lines)
+}
+
+# The SASL_PLAINTEXT listener (KAFKA_SASL_PORT): PLAIN checks the user_<name>
+# entries of its JAAS config; SCRAM-SHA-512 checks credentials stored in the
+# cluster metadata (see format_storage). Inter-broker traffic stays PLAINTEXT.
+sasl_properties() {
+  local users="" pair
+  while read -r pair; do users+=" user_${pair%%:*}=\"${pair#*:}\""; done < <(sasl_user_lines)
+  cat <<EOF
+listener.name.sasl_plaintext.sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-512
+listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required$users;
+listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+EOF
+}
+
 write_properties() {
   mkdir -p "$data_dir/logs"
+  local listeners="PLAINTEXT://127.0.0.1:$port" protocols="PLAINTEXT:PLAINTEXT"
+  if [ -n "$sasl_port" ]; then
+    listeners+=",SASL_PLAINTEXT://127.0.0.1:$sasl_port"
+    protocols+=",SASL_PLAINTEXT:SASL_PLAINTEXT"
+  fi
   cat > "$data_dir/server.properties" <<EOF
 process.roles=broker,controller
 node.id=1
 controller.quorum.voters=1@127.0.0.1:$controller_port
-listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$controller_port
-advertised.listeners=PLAINTEXT://127.0.0.1:$port
+listeners=$listeners,CONTROLLER://127.0.0.1:$controller_port
+advertised.listeners=$listeners
 controller.listener.names=CONTROLLER
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+listener.security.protocol.map=$protocols,CONTROLLER:PLAINTEXT
 inter.broker.listener.name=PLAINTEXT
 log.dirs=$data_dir/logs
 num.partitions=1
@@ -67,6 +106,20 @@ transaction.state.log.num.partitions=5
 group.initial.rebalance.delay.ms=0
 auto.create.topics.enable=false
 EOF
+  if [ -n "$sasl_port" ]; then sasl_properties >> "$data_dir/server.properties"; fi
+}
+
+format_storage() {
+  local cluster_id pair scram=()
+  cluster_id="$(java -cp "$(java_cp)" kafka.tools.StorageTool random-uuid 2>/dev/null | tail -n 1)"
+  if [ -n "$sasl_port" ]; then
+    while read -r pair; do
+      scram+=(--add-scram "SCRAM-SHA-512=[name=${pair%%:*},password=${pair#*:}]")
+    done < <(sasl_user_lines)
+  fi
+  java -cp "$(java_cp)" -Dlog4j2.configurationFile="$here/kafka/log4j2.yaml" \
+    kafka.tools.StorageTool format -t "$cluster_id" -c "$data_dir/server.properties" \
+    ${scram[@]+"${scram[@]}"} >/dev/null 2>&1
 }
 
 running() {
@@ -78,13 +131,9 @@ port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; }
 start() {
   fetch
   if running; then log "already running (pid $(cat "$pid_file")) on 127.0.0.1:$port"; return 0; fi
+  if [ -n "$sasl_port" ]; then check_sasl_users; fi
   write_properties
-  if [ ! -f "$data_dir/logs/meta.properties" ]; then
-    local cluster_id
-    cluster_id="$(java -cp "$(java_cp)" kafka.tools.StorageTool random-uuid 2>/dev/null | tail -n 1)"
-    java -cp "$(java_cp)" -Dlog4j2.configurationFile="$here/kafka/log4j2.yaml" \
-      kafka.tools.StorageTool format -t "$cluster_id" -c "$data_dir/server.properties" >/dev/null 2>&1
-  fi
+  if [ ! -f "$data_dir/logs/meta.properties" ]; then format_storage; fi
   # setsid: the broker gets its own session, so a test runner's Ctrl-C or a
   # killed parent shell does not take it down half-way through a test.
   setsid java -Xms256m -Xmx"$heap" -XX:+UseG1GC \

@@ -5,6 +5,11 @@ set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo"
 bash deploy/setup.sh
+# The deployment checks (tests/deploy/) need helm, etcd, kube-apiserver and a
+# Docker engine: built or installed once per machine, cached under
+# ~/.cache/connect-runtime (minutes the first time, instant after).
+echo "== Kubernetes and container tools"
+for tool in helm etcd kube-apiserver dockerd; do bash deploy/kubernetes/tools.sh "$tool" >/dev/null; done
 echo "== ruff" && .venv/bin/ruff check connect_runtime rest connectors tests bench
 echo "== mypy" && bash deploy/typecheck.sh
 echo "== pytest" && exec .venv/bin/python -m pytest -q -p no:cacheprovider "$@"

@@ -60,14 +60,15 @@ class Broker:
     """A broker run with ``deploy/kafka.sh`` on its own data dir and port.
 
     The session's shared broker is one; the chaos suite runs another, since it
-    stops and kills it.
+    stops and kills it. ``env`` adds kafka.sh settings (``KAFKA_SASL_PORT``, ...).
     """
 
-    def __init__(self, data_dir: Path, port: int) -> None:
+    def __init__(self, data_dir: Path, port: int, env: dict[str, str] | None = None) -> None:
         self.data_dir = data_dir
         self.port = port
         self.bootstrap = f"127.0.0.1:{port}"
-        self._env = dict(os.environ, KAFKA_DATA_DIR=str(data_dir), KAFKA_PORT=str(port))
+        self._env = dict(os.environ, **(env or {}), KAFKA_DATA_DIR=str(data_dir),
+                         KAFKA_PORT=str(port))
 
     def start(self) -> None:
         subprocess.run(["bash", KAFKA_SH, "start"], env=self._env, check=True,

@@ -539,7 +539,8 @@ class DistributedHerder:
             connector=name, bootstrap_servers=self.config.bootstrap_servers,
             global_topic=self.config["offset.storage.topic"],
             connector_topic=own if own != self.config["offset.storage.topic"] else None,
-            consumer_overrides=self._specs.client_overrides("consumer"))
+            consumer_overrides=self._specs.client_overrides("consumer"),
+            admin_overrides=self._specs.client_overrides("admin"))
 
     def _ensure_tasks(self, name: str, snap: ClusterConfigState, paused: bool) -> None:
         generation = snap.config_generation(name)

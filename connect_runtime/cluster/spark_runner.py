@@ -118,8 +118,18 @@ class SparkTaskRunner:
         before the session is up."""
         if self._session is None:
             return None
-        cores = int(self._session.sparkContext.defaultParallelism)
-        return cores // self._settings.task_cpus
+        sc = self._session.sparkContext
+        if not self._settings.local:
+            # defaultParallelism is at least 2 even with no executor at all (while
+            # Kubernetes schedules the executor pods, say), so count the
+            # registered executors first; the list includes the driver.
+            executors = len(sc._jsc.sc().statusTracker().getExecutorInfos()) - 1
+            if executors <= 0:
+                return 0
+            per_executor = self._settings.conf.get("spark.executor.cores")
+            if per_executor is not None:
+                return executors * int(per_executor) // self._settings.task_cpus
+        return int(sc.defaultParallelism) // self._settings.task_cpus
 
     def busy_slots(self) -> int:
         """Slots held by the jobs that are running."""

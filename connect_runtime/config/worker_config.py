@@ -8,7 +8,10 @@ docs/configuration.md): ``exactly.once.source.support`` defaults to ``enabled``
 
 Client overrides use Connect's prefixes, with librdkafka property names:
 ``producer.*``, ``consumer.*``, ``admin.*`` (worker-wide) and
-``producer.override.*`` etc. in connector configs.
+``producer.override.*`` etc. in connector configs. Top-level ``security.protocol``,
+``ssl.*`` and ``sasl.*`` keys (Java's names or librdkafka's) reach every client
+of the worker and its tasks, under the prefixed ones
+(:mod:`connect_runtime.config.kafka_security`).
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlparse
@@ -29,6 +32,12 @@ from connect_runtime.api.config_def import (
     Range,
     Type,
     ValidString,
+)
+from connect_runtime.config.kafka_security import (
+    Translated,
+    check_client_config,
+    is_client_security_key,
+    translate,
 )
 from connect_runtime.config.properties import env_overrides, load_properties_file
 from connect_runtime.config.spark_settings import SparkSettings, spark_settings
@@ -45,6 +54,11 @@ _IGNORED_CLIENT_KEYS = {
     "transactional.id": "the leader uses connect-cluster-<group.id>",
     "consumer.isolation.level": "offsets are always read with read_committed",
 }
+
+CLIENT_KINDS = ("producer", "consumer", "admin")
+# Connect's admin REST listener (KIP-495) shares the "admin." prefix with the
+# admin client's settings; its keys are not client settings.
+_ADMIN_LISTENER_KEY = "admin.listeners"
 
 
 
@@ -149,11 +163,25 @@ class WorkerConfig:
                             self.originals[key], why)
         self.values: dict[str, Any] = WORKER_CONFIG_DEF.parse(self.originals)
         self._spark = spark_settings(self.originals)
+        self._clients = self._client_configs()
 
     @classmethod
     def from_file(cls, path: str, environ: Mapping[str, str] | None = None) -> WorkerConfig:
         """Load ``path``, then apply ``CONNECT_*`` environment overrides."""
-        props = load_properties_file(path)
+        return cls.from_files([path], environ)
+
+    @classmethod
+    def from_files(cls, paths: Sequence[str],
+                   environ: Mapping[str, str] | None = None) -> WorkerConfig:
+        """Load ``paths`` in order (a later file's keys override an earlier one's),
+        then apply ``CONNECT_*`` environment overrides.
+
+        Layering is how a deployment keeps secrets out of the main file: the
+        Helm chart passes its ConfigMap's file, then files mounted from Secrets.
+        """
+        props: dict[str, str] = {}
+        for path in paths:
+            props.update(load_properties_file(path))
         if environ is not None:
             props.update(env_overrides(environ))
         return cls(props)
@@ -181,12 +209,36 @@ class WorkerConfig:
         return self.eos_support == EOS_ENABLED
 
     def client_config(self, prefix: str) -> dict[str, str]:
-        """librdkafka settings for one client kind: bootstrap plus ``<prefix>.*`` keys."""
-        out = {"bootstrap.servers": self.bootstrap_servers}
-        dotted = prefix + "."
-        for key, value in self.originals.items():
-            if key.startswith(dotted) and key not in _IGNORED_CLIENT_KEYS:
-                out[key[len(dotted):]] = value
+        """librdkafka settings for one client kind (``producer``, ``consumer``, ``admin``).
+
+        Layered, later wins: ``bootstrap.servers``; the top-level client security
+        keys (translated); the ``<prefix>.*`` keys (their security keys translated
+        too). Checked by librdkafka when the config was loaded.
+        """
+        if prefix not in self._clients:
+            raise ValueError(f"client kind must be one of {', '.join(CLIENT_KINDS)}, "
+                             f"not {prefix!r}")
+        return dict(self._clients[prefix])
+
+    def _client_configs(self) -> dict[str, dict[str, str]]:
+        top = {k: v for k, v in self.originals.items() if is_client_security_key(k)}
+        common = translate(top)
+        _log_translation(common)
+        out: dict[str, dict[str, str]] = {}
+        for kind in CLIENT_KINDS:
+            dotted = kind + "."
+            own = {key[len(dotted):]: value for key, value in self.originals.items()
+                   if key.startswith(dotted) and key not in _IGNORED_CLIENT_KEYS
+                   and not _is_admin_listener_key(key)}
+            layer = translate({k: v for k, v in own.items() if is_client_security_key(k)},
+                              dotted, inherited=top)
+            _log_translation(layer)
+            plain = {k: v for k, v in own.items() if not is_client_security_key(k)}
+            conf = {"bootstrap.servers": self.bootstrap_servers, **common.settings, **plain,
+                    **layer.settings}
+            sources = {**common.sources, **{k: dotted + k for k in plain}, **layer.sources}
+            check_client_config(kind, conf, sources)
+            out[kind] = conf
         return out
 
     def spark_settings(self) -> SparkSettings:
@@ -216,3 +268,14 @@ class WorkerConfig:
     def worker_id(self) -> str:
         """Connect's worker id: ``host:port`` of the advertised REST URL."""
         return self.advertised_url().split("://", 1)[1]
+
+
+def _is_admin_listener_key(key: str) -> bool:
+    return key == _ADMIN_LISTENER_KEY or key.startswith(_ADMIN_LISTENER_KEY + ".")
+
+
+def _log_translation(layer: Translated) -> None:
+    for note in layer.notes:
+        log.info("Kafka client setting %s", note)
+    for key, why in layer.dropped.items():
+        log.warning("Ignoring worker config %s (no librdkafka equivalent): %s", key, why)

@@ -64,6 +64,15 @@ _TRANSIENT_CODES = frozenset({
     KafkaError.FENCED_LEADER_EPOCH,
 })
 
+# How librdkafka reports a refused login or TLS handshake: through error_cb
+# only, and only when the client is polled; it then retries forever.
+_REFUSED_CODES = frozenset({
+    KafkaError._AUTHENTICATION,
+    KafkaError.SASL_AUTHENTICATION_FAILED,
+    KafkaError._SSL,
+})
+ACCESS_CHECK_TIMEOUT = 30.0
+
 ClientConfig = Mapping[str, Any]
 
 
@@ -219,6 +228,54 @@ def _construct(cls: Any, conf: dict[str, Any], context: str) -> Any:
         return cls(conf)
     except KafkaException as e:
         raise translate_kafka_error(e, context) from e
+
+
+def check_cluster_access(
+    conf: ClientConfig, kind: str = "admin", timeout: float = ACCESS_CHECK_TIMEOUT
+) -> bool:
+    """First contact: return True once the brokers answer a metadata request
+    from a ``kind`` client (producer, consumer, admin) built from ``conf``.
+
+    Raises KafkaAuthenticationError as soon as they refuse its SASL credentials
+    or TLS handshake (within a second or so). Without this, a refused login is
+    invisible: the worker's admin client is never polled, so librdkafka's error
+    is never delivered, and every request just times out. If the brokers do not
+    answer within ``timeout`` for another reason (not up yet), the errors seen
+    are logged and False is returned: the caller goes on as it would have.
+    """
+    errors: list[KafkaError] = []
+    probe: dict[str, Any] = {**conf, "error_cb": errors.append}
+    probe.setdefault("logger", log)
+    probe.setdefault("client.id", f"connect-runtime-access-check-{kind}")
+    if kind == "consumer":
+        probe.setdefault("group.id", ASSIGN_ONLY_GROUP_ID)
+    classes = {"producer": Producer, "consumer": Consumer, "admin": AdminClient}
+    client = _construct(classes[kind], probe, f"create {kind} client")
+    where = conf.get("bootstrap.servers")
+    deadline = time.monotonic() + timeout
+    try:
+        while True:
+            remaining = deadline - time.monotonic()
+            try:
+                client.list_topics(timeout=min(1.0, max(remaining, 0.1)))
+                return True
+            except KafkaException:
+                pass
+            client.poll(0)  # delivers librdkafka's errors to error_cb
+            refused = next((e for e in errors if e.code() in _REFUSED_CODES), None)
+            if refused is not None:
+                raise translate_kafka_error(
+                    KafkaException(refused), f"Kafka at {where} refused the {kind} client: check "
+                    f"security.protocol, sasl.mechanism and the credentials (sasl.jaas.config, "
+                    f"or sasl.username and sasl.password), or the TLS settings")
+            if remaining <= 0:
+                seen = sorted({f"{e.name()}: {e.str()}" for e in errors})
+                log.warning("Kafka at %s did not answer the %s client within %.0f s; going on. "
+                            "Errors: %s", where, kind, timeout, "; ".join(seen) or "none")
+                return False
+    finally:
+        if isinstance(client, Consumer):
+            client.close()
 
 
 def topic_partitions(

@@ -49,14 +49,16 @@ class TaskSpec:
     offset_flush_interval_ms: int
     # At-least-once tasks only: how long one offset flush may take.
     offset_flush_timeout_ms: int = 5000
-    producer_overrides: dict[str, str] = field(default_factory=dict)
-    consumer_overrides: dict[str, str] = field(default_factory=dict)
-    admin_overrides: dict[str, str] = field(default_factory=dict)
+    # Client settings on top of bootstrap_servers, the worker's security keys
+    # included: they may hold credentials (sasl.password), so no repr shows them.
+    producer_overrides: dict[str, str] = field(default_factory=dict, repr=False)
+    consumer_overrides: dict[str, str] = field(default_factory=dict, repr=False)
+    admin_overrides: dict[str, str] = field(default_factory=dict, repr=False)
     worker_converters: dict[str, str] = field(default_factory=dict)
     offsets_topic_partitions: int = 25
     offsets_topic_replication_factor: int = -1
     # Session key for signing internal requests (fence), base64; None: unsigned.
-    session_key: str | None = None
+    session_key: str | None = field(default=None, repr=False)
     session_key_algorithm: str = "HmacSHA256"
 
     @property

@@ -226,7 +226,9 @@ class SlotControl:
         self._next_key_refresh = now + KEY_REFRESH_INTERVAL_S
         try:
             snapshot = read_config_snapshot(self.spec.bootstrap_servers, self.spec.config_topic,
-                                            self.spec.consumer_overrides, timeout=30)
+                                            self.spec.consumer_overrides,
+                                            admin_overrides=self.spec.admin_overrides,
+                                            timeout=30)
         except Exception as e:
             log.warning("task %s: could not read the session key: %r", self.spec.task_label, e)
             return

@@ -138,7 +138,7 @@ def check_generation(spec: TaskSpec, step: str) -> None:
     """Steps 2 and 5: the config topic must still hold our generation, fenced."""
     snapshot = read_config_snapshot(
         spec.bootstrap_servers, spec.config_topic, spec.consumer_overrides,
-        timeout=CONFIG_READ_TIMEOUT_S)
+        admin_overrides=spec.admin_overrides, timeout=CONFIG_READ_TIMEOUT_S)
     current = snapshot.config_generation(spec.connector)
     if current != spec.generation:
         raise StartupAbandoned(
@@ -267,6 +267,7 @@ def start_task(spec: TaskSpec, should_stop: Any) -> StartedTask:
             global_topic=spec.global_offsets_topic,
             connector_topic=own_topic if own_topic != spec.global_offsets_topic else None,
             consumer_overrides=spec.consumer_overrides,
+            admin_overrides=spec.admin_overrides,
         )
         key_conv, value_conv = _converters(spec, spec.connector_config)
         boundary_kind = connector_config.transaction_boundary.value

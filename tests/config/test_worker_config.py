@@ -55,6 +55,20 @@ def test_file_without_env_keeps_file_values(tmp_path: Path) -> None:
     assert WorkerConfig.from_file(str(path)).group_id == "cluster-a"
 
 
+def test_later_files_override_earlier_ones_and_env_overrides_all(tmp_path: Path) -> None:
+    base = tmp_path / "image-defaults.properties"
+    base.write_text("plugin.path=\noffset.flush.interval.ms=1000\n", encoding="utf-8")
+    main = write(tmp_path, "\n".join(f"{k}={v}" for k, v in MINIMAL.items())
+                 + "\noffset.flush.interval.ms=2000\n")
+    secret = tmp_path / "kafka-client.properties"
+    secret.write_text("group.id=from-secret\n", encoding="utf-8")
+    config = WorkerConfig.from_files([str(base), str(main), str(secret)],
+                                     environ={"CONNECT_STATUS_STORAGE_TOPIC": "from-env"})
+    assert config["offset.flush.interval.ms"] == 2000
+    assert config.group_id == "from-secret"
+    assert config["status.storage.topic"] == "from-env"
+
+
 def test_missing_group_id_names_the_key() -> None:
     props = {k: v for k, v in MINIMAL.items() if k != "group.id"}
     with pytest.raises(ConfigException) as info:

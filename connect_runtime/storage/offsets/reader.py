@@ -34,9 +34,10 @@ class TaskOffsetStorageReader:
         connector_topic: str | None = None,
         *,
         consumer_overrides: Mapping[str, Any] | None = None,
+        admin_overrides: Mapping[str, Any] | None = None,
         timeout: float = 60.0,
     ) -> None:
-        clients = ClientSettings.of(bootstrap_servers, None, consumer_overrides)
+        clients = ClientSettings.of(bootstrap_servers, None, consumer_overrides, admin_overrides)
         admin = create_admin(clients.admin_config())
 
         def source(topic: str | None) -> OffsetSource | None:

@@ -1,0 +1,130 @@
+"""Rendering, installing and reading the Helm chart (deploy/helm/connect-runtime).
+
+The value sets the checks run over are the chart's ``ci/*-values.yaml``: each is
+linted, rendered, validated and installed (docs/kubernetes.md, "How the chart is
+checked").
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import httpx
+import yaml
+from kafka_helpers import wait_for
+from kube_apiserver import REPO, tool
+
+CHART = REPO / "deploy" / "helm" / "connect-runtime"
+VALUE_SETS = sorted(p.name for p in (CHART / "ci").glob("*-values.yaml"))
+
+
+def helm(*args: str, kubeconfig: Path | None = None,
+         check: bool = True) -> subprocess.CompletedProcess[str]:
+    argv = [tool("helm"), *args]
+    if kubeconfig is not None:
+        argv += ["--kubeconfig", str(kubeconfig)]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+    if check and done.returncode != 0:
+        raise AssertionError(f"helm {' '.join(args)} exited {done.returncode}:\n"
+                             f"{done.stdout}\n{done.stderr}")
+    return done
+
+
+def values_args(value_set: str | None, sets: dict[str, str] | None = None) -> list[str]:
+    args = ["-f", str(CHART / "ci" / value_set)] if value_set else []
+    for key, value in (sets or {}).items():
+        args += ["--set-string" if isinstance(value, str) and not value.isdigit() else "--set",
+                 f"{key}={value}"]
+    return args
+
+
+def render(value_set: str | None, sets: dict[str, str] | None = None,
+           release: str = "r", namespace: str = "default") -> list[dict[str, Any]]:
+    """``helm template`` of the chart: its objects, parsed."""
+    out = helm("template", release, str(CHART), "--namespace", namespace,
+               *values_args(value_set, sets)).stdout
+    return [doc for doc in yaml.safe_load_all(out) if doc]
+
+
+def find(objects: Sequence[dict[str, Any]], kind: str, suffix: str = "") -> dict[str, Any]:
+    matches = [o for o in objects if o["kind"] == kind
+               and o["metadata"]["name"].endswith(suffix)]
+    assert len(matches) == 1, f"expected one {kind} named *{suffix}, found {len(matches)}"
+    return matches[0]
+
+
+def worker_properties(objects: Sequence[dict[str, Any]]) -> str:
+    return str(find(objects, "ConfigMap")["data"]["worker.properties"])
+
+
+def pod_environment(statefulset: dict[str, Any], pod_name: str, namespace: str,
+                    secrets: dict[str, dict[str, str]] | None = None) -> dict[str, str]:
+    """The worker container's environment as the kubelet would make it for pod
+    ``pod_name``: field references, Secret references (from ``secrets``:
+    name -> key -> value) and ``$(VAR)`` expansion of earlier variables."""
+    container = statefulset["spec"]["template"]["spec"]["containers"][0]
+    fields = {"metadata.name": pod_name, "metadata.namespace": namespace}
+    env: dict[str, str] = {}
+    for var in container.get("env", []):
+        source = var.get("valueFrom")
+        if source is None:
+            value = re.sub(r"\$\((\w+)\)", lambda m: env.get(m.group(1), m.group(0)),
+                           str(var.get("value", "")))
+        elif "fieldRef" in source:
+            value = fields[source["fieldRef"]["fieldPath"]]
+        else:
+            ref = source["secretKeyRef"]
+            value = (secrets or {})[ref["name"]][ref["key"]]
+        env[var["name"]] = value
+    return env
+
+
+class PodWorker:
+    """The worker process a pod would run, run on this machine instead.
+
+    ``files`` are the properties files in the order the image's entrypoint
+    passes them (the ConfigMap's, then overrides); ``env`` the pod's
+    environment (:func:`pod_environment`). Its log is ``workdir/worker.log``.
+    """
+
+    def __init__(self, workdir: Path, files: Sequence[Path], env: dict[str, str],
+                 port: int) -> None:
+        self.url = f"http://127.0.0.1:{port}"
+        self.log = workdir / "worker.log"
+        with self.log.open("wb") as log:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "connect_runtime.cli", "worker", *map(str, files)],
+                env={**os.environ, **env}, stdout=log, stderr=subprocess.STDOUT, cwd=workdir,
+                start_new_session=True)
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def wait_healthy(self, timeout: float) -> None:
+        def healthy() -> bool:
+            if self.proc.poll() is not None:
+                raise AssertionError(f"worker exited {self.proc.returncode}:\n"
+                                     f"{self.output()[-4000:]}")
+            try:
+                return httpx.get(f"{self.url}/health", timeout=2).status_code == 200
+            except httpx.HTTPError:
+                return False
+        wait_for(healthy, timeout, f"the worker at {self.url} to be healthy")
+
+    def stop(self) -> int:
+        """SIGTERM (what the kubelet sends), then SIGKILL after 60 s; the exit code."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(60)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(10)
+        return int(self.proc.returncode)

@@ -1,0 +1,159 @@
+"""The chart lints, renders and validates strictly for every value set, and says
+no to bad values before anything is created.
+
+``kubernetes-validate --strict`` checks each rendered object against the
+Kubernetes 1.37 OpenAPI schemas, rejecting unknown fields (which the API server
+would drop silently, so a misspelt key would simply not take effect).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from chart import CHART, VALUE_SETS, find, helm, render, values_args, worker_properties
+
+VALIDATE = [sys.executable, "-m", "kubernetes_validate", "--strict", "--quiet",
+            "--kubernetes-version", "1.37.0"]
+
+
+def validate(objects: list[dict[str, Any]], tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    path = tmp_path / "rendered.yaml"
+    path.write_text(yaml.safe_dump_all(objects))
+    return subprocess.run([*VALIDATE, str(path)], capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("value_set", VALUE_SETS)
+def test_value_set_lints_renders_and_validates_strictly(value_set: str, tmp_path: Path) -> None:
+    lint = helm("lint", "--strict", str(CHART), *values_args(value_set))
+    assert "0 chart(s) failed" in lint.stdout
+    objects = render(value_set)
+    kinds = sorted(o["kind"] for o in objects)
+    assert {"StatefulSet", "Service", "ConfigMap", "PodDisruptionBudget",
+            "ServiceAccount"} <= set(kinds), kinds
+    # The executor pod template is a Pod of its own (Spark merges it into the
+    # executor pods it creates): it is validated as one.
+    template = find(objects, "ConfigMap")["data"].get("executor-pod-template.yaml")
+    if template is not None:
+        objects = [*objects, yaml.safe_load(template)]
+    done = validate(objects, tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_strict_validation_rejects_an_unknown_field(tmp_path: Path) -> None:
+    """The validator is strict for real: a misspelt field fails it."""
+    objects = render("defaults-values.yaml")
+    find(objects, "StatefulSet")["spec"]["template"]["spec"]["terminationGracePeriod"] = 30
+    done = validate(objects, tmp_path)
+    assert done.returncode != 0
+    assert "terminationGracePeriod" in done.stdout + done.stderr
+
+
+@pytest.mark.parametrize(("sets", "message"), [
+    ({"replicaCount": "three"}, "at '/replicaCount': got string, want integer"),
+    ({"spark.mode": "yarn"}, "at '/spark/mode': value must be one of 'local', 'kubernetes'"),
+    ({"kafka.securityProtocol": "SASL"}, "at '/kafka/securityProtocol'"),
+    ({"connect.exactlyOnceSourceSupport": "on"}, "at '/connect/exactlyOnceSourceSupport'"),
+    ({"spark.kubernetes.executor.memory": "lots"}, "at '/spark/kubernetes/executor/memory'"),
+    # helm's validator names the key but reports a wrong location for propertyNames.
+    ({"spark.conf.notspark": "1"}, "invalid propertyName 'notspark'"),
+    ({"connect.replicationFactor": "0"}, "at '/connect/replicationFactor'"),
+    ({"connect.config.offset\\.flush\\.interval\\.ms": "a\nb"},
+     "at '/connect/config/offset.flush.interval.ms'"),
+    ({"podAntiAffinity": "sometimes"}, "at '/podAntiAffinity'"),
+    ({"replicas": "3"}, "additional properties 'replicas' not allowed"),
+])
+def test_a_wrong_value_fails_with_the_schema_message(sets: dict[str, str], message: str) -> None:
+    done = helm("template", "r", str(CHART), *values_args("defaults-values.yaml", sets),
+                check=False)
+    assert done.returncode != 0
+    assert message in done.stderr, done.stderr
+
+
+def test_missing_bootstrap_servers_names_the_value() -> None:
+    done = helm("template", "r", str(CHART), check=False)
+    assert done.returncode != 0
+    assert "kafka.bootstrapServers is required" in done.stderr, done.stderr
+
+
+def test_sasl_without_a_mechanism_names_the_value() -> None:
+    done = helm("template", "r", str(CHART), "--set", "kafka.bootstrapServers=k:9092",
+                "--set", "kafka.securityProtocol=SASL_SSL", check=False)
+    assert done.returncode != 0
+    assert "kafka.sasl.mechanism is required" in done.stderr, done.stderr
+
+
+def test_credentials_come_from_secrets_never_from_the_config_map() -> None:
+    objects = render("secured-kafka-values.yaml")
+    properties = worker_properties(objects)
+    assert "jaas" not in properties and "password" not in properties, properties
+    assert "security.protocol=SASL_SSL" in properties
+    assert "sasl.mechanism=SCRAM-SHA-512" in properties
+    assert "ssl.truststore.location=/etc/connect-runtime/kafka-tls/ca/ca.crt" in properties
+    container = find(objects, "StatefulSet")["spec"]["template"]["spec"]["containers"][0]
+    from_secrets = {v["name"]: v["valueFrom"]["secretKeyRef"] for v in container["env"]
+                    if "secretKeyRef" in v.get("valueFrom", {})}
+    assert from_secrets == {
+        "CONNECT_SASL_JAAS_CONFIG": {"name": "connect-user", "key": "sasl.jaas.config"},
+        "CONNECT_SSL_KEYSTORE_PASSWORD": {"name": "connect-user-tls", "key": "user.password"},
+    }
+    mounts = {m["mountPath"] for m in container["volumeMounts"]}
+    assert {"/etc/connect-runtime/secret-config", "/etc/connect-runtime/kafka-tls/ca",
+            "/etc/connect-runtime/kafka-tls/keystore"} <= mounts
+    # Executors mount the same TLS files at the same paths (their Kafka clients
+    # are configured by the leader with these locations).
+    template = yaml.safe_load(find(objects, "ConfigMap")["data"]["executor-pod-template.yaml"])
+    executor_mounts = {m["mountPath"] for m in template["spec"]["containers"][0]["volumeMounts"]}
+    assert executor_mounts == {"/etc/connect-runtime/kafka-tls/ca",
+                               "/etc/connect-runtime/kafka-tls/keystore"}
+
+
+def test_worker_pods_shape() -> None:
+    objects = render("local-values.yaml")
+    statefulset = find(objects, "StatefulSet")
+    pod = statefulset["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
+        assert container[probe]["httpGet"] == {"path": "/health", "port": "rest"}
+    # task.shutdown.graceful.timeout.ms is 20000 in this value set.
+    assert "task.shutdown.graceful.timeout.ms=20000" in worker_properties(objects)
+    assert pod["terminationGracePeriodSeconds"] == 20 + 30
+    assert pod["enableServiceLinks"] is False
+    assert pod["automountServiceAccountToken"] is False  # local mode: no API access
+    assert pod["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert statefulset["spec"]["selector"]["matchLabels"].items() \
+        <= statefulset["spec"]["template"]["metadata"]["labels"].items()
+    assert [c["name"] for c in pod["initContainers"]] == ["plugins-my-connectors"]
+    assert "plugin.path=/opt/connect-runtime/plugins,/opt/connect-runtime/plugins-from-images" \
+        in worker_properties(objects)
+    headless = find(objects, "Service", "-headless")["spec"]
+    assert headless["clusterIP"] == "None" and headless["publishNotReadyAddresses"] is True
+    assert find(objects, "PodDisruptionBudget")["spec"]["maxUnavailable"] == 1
+    assert not [o for o in objects if o["kind"] in ("Role", "RoleBinding")]
+
+
+def test_kubernetes_mode_renders_the_driver_settings_and_role() -> None:
+    objects = render("kubernetes-spark-values.yaml", namespace="streaming")
+    properties = worker_properties(objects)
+    for line in ("spark.master=k8s://https://kubernetes.default.svc",
+                 "spark.kubernetes.namespace=streaming",
+                 "spark.kubernetes.container.image=connect-runtime:0.1.0",
+                 "spark.executor.instances=3", "spark.executor.cores=2",
+                 "spark.executor.memory=2g",
+                 "spark.scheduler.maxRegisteredResourcesWaitingTime=60s"):
+        assert line in properties.splitlines(), (line, properties)
+    pod = find(objects, "StatefulSet")["spec"]["template"]["spec"]
+    assert pod["automountServiceAccountToken"] is True
+    assert pod["serviceAccountName"] == "r-connect-runtime"
+    env = {v["name"]: v.get("value") for v in pod["containers"][0]["env"]}
+    assert env["CONNECT_SPARK_DRIVER_HOST"] == \
+        "$(POD_NAME).r-connect-runtime-headless.$(POD_NAMESPACE).svc.cluster.local"
+    role = find(objects, "Role")
+    assert {r["resources"][0] for r in role["rules"]} <= {"pods", "configmaps", "services"}
+    binding = find(objects, "RoleBinding")
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "r-connect-runtime",
+                                    "namespace": "streaming"}]

@@ -427,8 +427,9 @@ def _jaas_credentials(text: str, key: str) -> tuple[str, str, list[str]]:
 
 # ---------------------------------------------------------- librdkafka's view
 
-_CLIENT_CLASSES: dict[str, Any] = {"producer": Producer, "consumer": Consumer,
-                                   "admin": AdminClient}
+# The confluent-kafka class of each client kind (kafka/clients.py uses it too).
+CLIENT_CLASSES: dict[str, Any] = {"producer": Producer, "consumer": Consumer,
+                                  "admin": AdminClient}
 # Swallows the warning a client built without bootstrap.servers logs.
 _SILENT = logging.getLogger(__name__ + ".probe")
 _SILENT.addHandler(logging.NullHandler())
@@ -460,7 +461,7 @@ def check_client_config(kind: str, conf: Mapping[str, Any],
     if kind == "consumer":
         probe.setdefault("group.id", "connect-runtime-config-check")
     try:
-        _CLIENT_CLASSES[kind](probe)
+        CLIENT_CLASSES[kind](probe)
     except (KafkaException, TypeError, ValueError) as e:
         err = e.args[0] if e.args else e
         message = str(err.str() if hasattr(err, "str") else err)

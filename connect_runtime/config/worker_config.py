@@ -61,7 +61,6 @@ CLIENT_KINDS = ("producer", "consumer", "admin")
 _ADMIN_LISTENER_KEY = "admin.listeners"
 
 
-
 @dataclass(frozen=True)
 class _ExistingDirectories:
     """Every entry of a list names an existing directory (``plugin.path``). None passes."""

@@ -34,7 +34,8 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
-from connect_runtime.errors import ConnectError, translate_kafka_error
+from connect_runtime.config.kafka_security import CLIENT_CLASSES
+from connect_runtime.errors import ConnectError, KafkaAuthenticationError, translate_kafka_error
 
 if TYPE_CHECKING:
     from connect_runtime.config.worker_config import WorkerConfig
@@ -64,13 +65,6 @@ _TRANSIENT_CODES = frozenset({
     KafkaError.FENCED_LEADER_EPOCH,
 })
 
-# How librdkafka reports a refused login or TLS handshake: through error_cb
-# only, and only when the client is polled; it then retries forever.
-_REFUSED_CODES = frozenset({
-    KafkaError._AUTHENTICATION,
-    KafkaError.SASL_AUTHENTICATION_FAILED,
-    KafkaError._SSL,
-})
 ACCESS_CHECK_TIMEOUT = 30.0
 
 ClientConfig = Mapping[str, Any]
@@ -249,8 +243,7 @@ def check_cluster_access(
     probe.setdefault("client.id", f"connect-runtime-access-check-{kind}")
     if kind == "consumer":
         probe.setdefault("group.id", ASSIGN_ONLY_GROUP_ID)
-    classes = {"producer": Producer, "consumer": Consumer, "admin": AdminClient}
-    client = _construct(classes[kind], probe, f"create {kind} client")
+    client = _construct(CLIENT_CLASSES[kind], probe, f"create {kind} client")
     where = conf.get("bootstrap.servers")
     deadline = time.monotonic() + timeout
     try:
@@ -261,13 +254,16 @@ def check_cluster_access(
                 return True
             except KafkaException:
                 pass
-            client.poll(0)  # delivers librdkafka's errors to error_cb
-            refused = next((e for e in errors if e.code() in _REFUSED_CODES), None)
-            if refused is not None:
-                raise translate_kafka_error(
-                    KafkaException(refused), f"Kafka at {where} refused the {kind} client: check "
+            # librdkafka reports a refused login or TLS handshake through error_cb
+            # only, and only when the client is polled; it then retries forever.
+            client.poll(0)
+            for error in errors:
+                translated = translate_kafka_error(
+                    KafkaException(error), f"Kafka at {where} refused the {kind} client: check "
                     f"security.protocol, sasl.mechanism and the credentials (sasl.jaas.config, "
                     f"or sasl.username and sasl.password), or the TLS settings")
+                if isinstance(translated, KafkaAuthenticationError):
+                    raise translated
             if remaining <= 0:
                 seen = sorted({f"{e.name()}: {e.str()}" for e in errors})
                 log.warning("Kafka at %s did not answer the %s client within %.0f s; going on. "

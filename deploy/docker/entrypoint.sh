@@ -37,11 +37,10 @@ ensure_passwd_entry() {
 }
 
 run_worker() {
-  local files=("$defaults") main
+  local files=("$defaults")
   if [ -n "${CONNECT_WORKER_CONFIG:-}" ]; then
     # Named explicitly: a missing file is a mistake the CLI reports (exit 2).
-    main="$CONNECT_WORKER_CONFIG"
-    files+=("$main")
+    files+=("$CONNECT_WORKER_CONFIG")
   elif [ -e "$default_main" ]; then
     files+=("$default_main")
   fi

@@ -55,6 +55,14 @@ def _connect(reg: SlotRegistry, task: int = 0, **hello: object) -> tuple[SlotCha
     return channel, pushed
 
 
+def _lose_a_running_slot(reg: SlotRegistry) -> None:
+    """Task c-0 runs, then its channel closes without a close frame (its process died)."""
+    reg.open("c", generation=1, task_count=1, paused=False)
+    channel, _ = _connect(reg)
+    reg.report(channel, _report(State.RUNNING))
+    reg.disconnect(channel, clean=False)
+
+
 def test_connect_answers_at_once_and_commands_are_pushed_as_they_change() -> None:
     reg, events, _ = _registry()
     reg.open("c", generation=1, task_count=2, paused=False)
@@ -101,10 +109,7 @@ def test_a_report_sent_before_the_slot_heard_of_a_restart_does_not_undo_it() -> 
 
 def test_an_abnormal_close_loses_the_slot_at_once_and_says_where_it_ran() -> None:
     reg, events, _ = _registry()
-    reg.open("c", generation=1, task_count=1, paused=False)
-    channel, _ = _connect(reg)
-    reg.report(channel, _report(State.RUNNING))
-    reg.disconnect(channel, clean=False)
+    _lose_a_running_slot(reg)
     view = reg.slot("c", 0)
     assert view is not None and view.lost and not view.connected
     state, trace = events[-1][2], events[-1][3]
@@ -149,10 +154,7 @@ def test_silence_past_the_timeout_loses_the_slot_and_closes_its_channel() -> Non
 
 def test_a_restart_while_lost_is_handed_to_the_process_spark_reruns() -> None:
     reg, _, _ = _registry()
-    reg.open("c", generation=1, task_count=1, paused=False)
-    channel, _ = _connect(reg)
-    reg.report(channel, _report(State.RUNNING))
-    reg.disconnect(channel, clean=False)
+    _lose_a_running_slot(reg)
     assert reg.restart("c", 0)  # the user restarts the FAILED (lost) task
     _, pushed = _connect(reg, run_id="r2", attempt=1)
     assert pushed.last == SlotAnswer(Command.RUN, 1, restart_pending=True)
@@ -160,10 +162,7 @@ def test_a_restart_while_lost_is_handed_to_the_process_spark_reruns() -> None:
 
 def test_a_rerun_without_a_restart_is_not_told_to_resume() -> None:
     reg, _, _ = _registry()
-    reg.open("c", generation=1, task_count=1, paused=False)
-    channel, _ = _connect(reg)
-    reg.report(channel, _report(State.RUNNING))
-    reg.disconnect(channel, clean=False)
+    _lose_a_running_slot(reg)
     _, pushed = _connect(reg, run_id="r2", attempt=1)
     assert pushed.last == SlotAnswer(Command.RUN, 0, restart_pending=False)
 

@@ -27,6 +27,8 @@ from typing import Any, Protocol, runtime_checkable
 
 import orjson
 
+from connect_runtime import __version__
+from connect_runtime.api.config_def import ConfigDef, Importance, Type, Width
 from connect_runtime.errors import ConfigException, DataException
 
 
@@ -78,6 +80,16 @@ class JsonConverter:
     def __init__(self) -> None:
         self._schemas_enable = False
 
+    @staticmethod
+    def config_def() -> ConfigDef:
+        """The one key this converter reads. Connect's default is true: see the module docstring."""
+        return ConfigDef().define(
+            "schemas.enable", Type.BOOLEAN, False, importance=Importance.HIGH,
+            documentation="Include schemas within each of the serialized values and keys. "
+            "Python records carry no schema, so true writes Connect's envelope with a "
+            "null schema.", group="Schemas", order_in_group=0, width=Width.MEDIUM,
+            display_name="Enable Schemas")
+
     def configure(self, configs: dict[str, str], is_key: bool) -> None:
         self._schemas_enable = _parse_bool(configs, "schemas.enable", False)
 
@@ -107,6 +119,14 @@ class StringConverter:
 
     def __init__(self) -> None:
         self._encoding = "utf-8"
+
+    @staticmethod
+    def config_def() -> ConfigDef:
+        """The one key this converter reads, as Connect's StringConverter defines it."""
+        return ConfigDef().define(
+            "converter.encoding", Type.STRING, "UTF-8", importance=Importance.HIGH,
+            documentation="The name of the character set to use for encoding strings as "
+            "byte arrays.", width=Width.MEDIUM, display_name="Encoding")
 
     def configure(self, configs: dict[str, str], is_key: bool) -> None:
         encoding = configs.get("converter.encoding", "utf-8").strip()
@@ -156,11 +176,46 @@ _BUILTIN: dict[str, type[Any]] = {
     "org.apache.kafka.connect.json.JsonConverter": JsonConverter,
     "org.apache.kafka.connect.storage.StringConverter": StringConverter,
     "org.apache.kafka.connect.converters.ByteArrayConverter": ByteArrayConverter,
-    # Connect also accepts a plugin's simple class name as an alias.
+    # Connect also accepts a plugin's simple class name, and that name without
+    # its "Converter" suffix, as aliases.
     "JsonConverter": JsonConverter,
     "StringConverter": StringConverter,
     "ByteArrayConverter": ByteArrayConverter,
+    "Json": JsonConverter,
+    "String": StringConverter,
+    "ByteArray": ByteArrayConverter,
 }
+
+
+def builtin_converters() -> list[type[Any]]:
+    """The converter classes this package ships (each once, whatever its aliases)."""
+    return list(dict.fromkeys(_BUILTIN.values()))
+
+
+def connect_class_name(cls: type[Any]) -> str | None:
+    """Connect's Java class name of built-in converter ``cls``: how listings show it."""
+    return next((name for name, found in _BUILTIN.items()
+                 if found is cls and name.startswith("org.apache.kafka.")), None)
+
+
+def converter_class_named(name: str) -> type[Any] | None:
+    """The built-in converter ``name`` (a class path, a Connect class name or an alias)."""
+    return _BUILTIN.get(name.strip())
+
+
+def converter_version(name: str) -> str | None:
+    """The version of converter ``name``: the package's for a built-in, else None (unknown)."""
+    return __version__ if converter_class_named(name) is not None else None
+
+
+def converter_config_def(cls: type[Any]) -> ConfigDef:
+    """The keys converter ``cls`` reads (its ``config_def()``; empty if it has none).
+
+    Like Connect's ``Converter.config()``, for ``GET /connector-plugins/<converter>/config``.
+    """
+    config_def = getattr(cls, "config_def", None)
+    found = config_def() if callable(config_def) else None
+    return found if isinstance(found, ConfigDef) else ConfigDef()
 
 
 def resolve_converter_class(class_name: str, config_key: str) -> type[Any]:

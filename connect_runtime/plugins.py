@@ -9,7 +9,17 @@ plugins (listed by ``GET /connector-plugins``). ``connector.class`` may name:
 1. an entry point name (``SequenceSourceConnector``);
 2. an importable ``module.Class`` path (known or not);
 3. the simple class name or its alias without the ``Connector`` suffix
-   (``SequenceSource``) of a known plugin, if exactly one plugin matches.
+   (``SequenceSource``) of a known plugin, if exactly one plugin matches;
+4. Kafka Connect's Java class name of a bundled connector that does the same
+   job (``org.apache.kafka.connect.file.FileStreamSourceConnector``), so a
+   config written for Connect works unchanged.
+
+Listings show such a plugin under Connect's name: it is the name existing
+clients look for and create connectors with, and a config using it works on
+both runtimes. The Python class that runs stays accepted everywhere.
+
+:func:`list_plugins` adds the converters (``connect_runtime.converters``) to the
+connectors, in Connect's order of plugin types.
 
 A plugin whose module fails to import is skipped with a warning, so one broken
 install does not take every other connector down with it.
@@ -31,8 +41,17 @@ from importlib.metadata import EntryPoint, entry_points
 from types import ModuleType
 from typing import Any
 
+from connect_runtime import __version__
+from connect_runtime.api.config_def import ConfigKey
 from connect_runtime.api.connector import SourceConnector
-from connect_runtime.errors import ConfigException
+from connect_runtime.config.connector_config import connector_config_def
+from connect_runtime.converters import (
+    builtin_converters,
+    connect_class_name,
+    converter_class_named,
+    converter_config_def,
+)
+from connect_runtime.errors import ConfigException, ConnectError, NotFoundException
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +61,17 @@ _KEY = "connector.class"
 # plugin.path classes: ``module.Class`` -> class (see register_plugin_modules).
 _path_plugins: dict[str, type[SourceConnector]] = {}
 _registry_lock = threading.Lock()
+
+# Connect's class name -> the bundled connector (``module.Class``) doing the same job.
+# The sequence connector has no Java counterpart.
+_CONNECT_CLASS_NAMES = {
+    "org.apache.kafka.connect.file.FileStreamSourceConnector":
+        "connect_runtime.connectors.file.FileStreamSourceConnector",
+}
+
+# Connect's plugin types, in the order its GET /connector-plugins lists them.
+PLUGIN_TYPE_ORDER = ("sink", "source", "transformation", "predicate", "converter",
+                     "header_converter")
 
 
 def qualified_name(cls: type) -> str:
@@ -191,6 +221,7 @@ def resolve_connector_class(name: str) -> type[SourceConnector]:
     known = _known_plugins()
     if wanted in known:
         return known[wanted]
+    wanted = _CONNECT_CLASS_NAMES.get(wanted, wanted)
     imported = _import_path(wanted)
     if imported is not None:
         return _require_source_connector(wanted, imported)
@@ -215,8 +246,58 @@ def _version(cls: type[SourceConnector]) -> str:
         return "unknown"
 
 
+def connector_version(name: str) -> str | None:
+    """The version of the connector ``name`` resolves to; None if it resolves to nothing."""
+    try:
+        return _version(resolve_connector_class(name))
+    except ConnectError:
+        return None
+
+
+def _listed_name(cls: type) -> str:
+    """The name listings show: Connect's for a bundled counterpart, else ``module.Class``."""
+    name = qualified_name(cls)
+    return next((java for java, ours in _CONNECT_CLASS_NAMES.items() if ours == name), name)
+
+
 def list_connector_plugins() -> list[PluginInfo]:
-    """Every known connector plugin, sorted by class name, as ``GET /connector-plugins`` shows."""
-    classes = {qualified_name(c): c for c in _known_plugins().values()}
+    """Every known connector plugin, sorted by listed name, as ``GET /connector-plugins``
+    shows (see the module docstring for the names)."""
+    classes = {_listed_name(c): c for c in _known_plugins().values()}
     return [PluginInfo(class_name=name, type="source", version=_version(cls))
             for name, cls in sorted(classes.items())]
+
+
+def list_plugins() -> list[PluginInfo]:
+    """Every plugin this runtime has, as ``GET /connector-plugins?connectorsOnly=false`` shows:
+    grouped by type in :data:`PLUGIN_TYPE_ORDER`, sorted by class name within a type.
+
+    Only what really runs is listed: source connectors and the built-in
+    converters (the package's version). There are no sink connectors, and
+    transformations, predicates and header converters do not exist here yet.
+    """
+    converters = sorted(connect_class_name(c) or qualified_name(c) for c in builtin_converters())
+    return list_connector_plugins() + [
+        PluginInfo(class_name=name, type="converter", version=__version__) for name in converters]
+
+
+def plugin_config_keys(plugin: str) -> list[ConfigKey]:
+    """The keys ``GET /connector-plugins/<plugin>/config`` describes, for any name of a plugin.
+
+    A connector: its own keys, then the framework's that it does not redefine
+    (Connect 4.1 does the same). A converter: the keys it reads. Raises
+    NotFoundException if no plugin has that name.
+    """
+    converter = converter_class_named(plugin)
+    if converter is not None:
+        return list(converter_config_def(converter).config_keys.values())
+    try:
+        cls = resolve_connector_class(plugin)
+    except ConnectError as e:
+        raise NotFoundException(str(e)) from e
+    keys = dict(cls().config_def().config_keys)
+    # connector.plugin.version shows the installed version as its default, as in Connect.
+    framework = connector_config_def({"connector": _version(cls)})
+    for name, key in framework.config_keys.items():
+        keys.setdefault(name, key)
+    return list(keys.values())

@@ -49,7 +49,8 @@ STARTUP_READ_TIMEOUT_S = 120.0
 
 
 class _WakeOnChange:
-    """Config-topic listener: any change wakes the herder's reconcile thread."""
+    """Config-topic listener: any change wakes the herder's reconcile thread; a
+    logger level (KIP-976) is applied at once."""
 
     def __init__(self, herder: DistributedHerder) -> None:
         self._herder = herder
@@ -72,6 +73,10 @@ class _WakeOnChange:
     def on_session_key_update(self) -> None:
         self._herder.note_session_key()
         self._herder.wake()
+
+    def on_logger_level(self, namespace: str, level: str) -> None:
+        # Not a desired state to reconcile: the level applies here and now.
+        self._herder.apply_cluster_logger_level(namespace, level)
 
 
 def configure_logging(level: str = "INFO") -> None:

@@ -29,6 +29,7 @@ import itertools
 import logging
 import operator
 import threading
+from collections.abc import Mapping, Sequence
 from typing import IO, Any
 
 from connect_runtime import (
@@ -141,6 +142,26 @@ class FileStreamSourceConnector(SourceConnector):
         self, config: dict[str, str]
     ) -> ConnectorTransactionBoundaries:
         return ConnectorTransactionBoundaries.UNSUPPORTED
+
+    def alter_offsets(self, config: dict[str, str],
+                      offsets: Sequence[tuple[Mapping[str, Any], Mapping[str, Any] | None]],
+                      ) -> bool:
+        """Accept ``{"filename": path}`` -> ``{"position": bytes >= 0}`` (or None).
+
+        The positions live only in Kafka, so the change is complete: True.
+        """
+        for partition, offset in offsets:
+            if not isinstance(partition.get(FILENAME_FIELD), str):
+                raise ConfigException(f"The partition {dict(partition)} must contain the key "
+                                      f"'{FILENAME_FIELD}' with a file path")
+            if offset is None:
+                continue
+            position = offset.get(POSITION_FIELD)
+            if isinstance(position, bool) or not isinstance(position, int) or position < 0:
+                raise ConfigException(
+                    f"The offset {dict(offset)} of {partition[FILENAME_FIELD]} must contain "
+                    f"the key '{POSITION_FIELD}' with a byte position (an integer >= 0)")
+        return True
 
 
 class _Input:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from connect_runtime import (
@@ -152,6 +153,25 @@ class SequenceSourceConnector(SourceConnector):
         self, config: dict[str, str]
     ) -> ConnectorTransactionBoundaries:
         return ConnectorTransactionBoundaries.SUPPORTED
+
+    def alter_offsets(self, config: dict[str, str],
+                      offsets: Sequence[tuple[Mapping[str, Any], Mapping[str, Any] | None]],
+                      ) -> bool:
+        """Accept ``{"sequence.partition": k}`` -> ``{"seq": next seq >= 0}`` (or None).
+
+        The next seq lives only in Kafka, so the change is complete: True.
+        """
+        for partition, offset in offsets:
+            k = partition.get(PARTITION_FIELD)
+            if isinstance(k, bool) or not isinstance(k, int) or k < 0:
+                raise ConfigException(f"The partition {dict(partition)} must contain the key "
+                                      f"'{PARTITION_FIELD}' with an integer >= 0")
+            seq = None if offset is None else offset.get(OFFSET_FIELD)
+            if offset is not None and (isinstance(seq, bool) or not isinstance(seq, int)
+                                       or seq < 0):
+                raise ConfigException(f"The offset {dict(offset)} of partition {k} must contain "
+                                      f"the key '{OFFSET_FIELD}' with an integer >= 0")
+        return True
 
 
 class _Partition:

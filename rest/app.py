@@ -15,9 +15,20 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from connect_runtime.cluster.herder_api import Herder
 from connect_runtime.errors import NotLeaderException
 from connect_runtime.rest.errors import UnhandledErrorMiddleware, install_error_handlers
-from connect_runtime.rest.routes import connectors, internal, lifecycle, plugins, root
+from connect_runtime.rest.openapi import errors, install_openapi
+from connect_runtime.rest.routes import (
+    connectors,
+    internal,
+    lifecycle,
+    loggers,
+    offsets,
+    plugins,
+    root,
+    topics,
+)
 from connect_runtime.rest.routes.forwarding import Forwarder
 from connect_runtime.rest.routes.internal import InternalRequestVerifier
+from connect_runtime.rest.routes.media import JSON_REQUESTS
 
 __all__ = ["create_app"]
 
@@ -78,8 +89,13 @@ def create_app(
     app.add_middleware(UnhandledErrorMiddleware)
     app.add_middleware(_IgnoreTrailingSlash)
 
-    for public in (root.router, connectors.router, lifecycle.router, plugins.router):
-        app.include_router(public)
+    app.include_router(root.router)
+    # Connect's resources behind these declare @Consumes(application/json): 415
+    # otherwise, and 400 for a Content-Type that is not a media type at all.
+    for public in (connectors.router, offsets.router, lifecycle.router, topics.router,
+                   plugins.router, loggers.router):
+        app.include_router(public, dependencies=[JSON_REQUESTS], responses=errors(400, 415))
     for hidden in (internal.router, *extra_routers):
         app.include_router(hidden, include_in_schema=False)
+    install_openapi(app)
     return app

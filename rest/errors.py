@@ -13,7 +13,8 @@ NotFoundException                                 404   the exception's message
 AlreadyExistsException, ConflictException         409   the exception's message
 BadRequestException, ConfigException              400   the exception's message
 unknown route / path parameter of the wrong type  404   ``HTTP 404 Not Found`` (as Jersey)
-method not allowed on a known route               405   ``HTTP 405 Method Not Allowed``
+method not allowed on a known route               405   ``HTTP 405 Method Not Allowed``;
+                                                        ``Allow`` lists the path's methods
 FastAPI request validation (safety net)           400   names the offending field
 NotLeaderException                                --    forwarded (``rest.routes.forwarding``)
 anything else                                     500   the message; traceback logged
@@ -35,6 +36,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
+from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from connect_runtime.errors import (
@@ -134,7 +136,29 @@ async def _starlette_http_exception(request: Request, exc: Exception) -> Respons
         message = str(exc.detail)
     else:
         message = jersey_message(exc.status_code)
-    return error_response(exc.status_code, message, headers=exc.headers)
+    headers = exc.headers
+    if exc.status_code == 405:
+        headers = {**(headers or {}), "Allow": _allowed_methods(request)}
+    return error_response(exc.status_code, message, headers=headers)
+
+
+# The methods a 405's Allow can name: every method some route of the app declares.
+_HTTP_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
+
+
+def _allowed_methods(request: Request) -> str:
+    """Every method some route serves on the request's path, for a 405's ``Allow``.
+
+    Starlette answers a 405 from the first route whose path matches, so its ``Allow``
+    lists only that route's methods even when others share the path. Each method is
+    tried against the whole route table (FastAPI nests included routers, so only
+    ``matches`` sees every route).
+    """
+    routes = request.app.router.routes
+    return ", ".join(
+        method for method in _HTTP_METHODS
+        if any(route.matches({**request.scope, "method": method})[0] is Match.FULL
+               for route in routes))
 
 
 async def _request_validation(request: Request, exc: Exception) -> Response:

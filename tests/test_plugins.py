@@ -12,7 +12,7 @@ import connect_runtime
 from connect_runtime import plugins
 from connect_runtime.api.task import SourceTask
 from connect_runtime.connectors.sequence import SequenceSourceConnector
-from connect_runtime.errors import ConfigException
+from connect_runtime.errors import ConfigException, NotFoundException
 from connect_runtime.plugins import (
     ENTRY_POINT_GROUP,
     PluginInfo,
@@ -132,3 +132,72 @@ def test_listing_survives_a_connector_that_cannot_be_built(
         ("UnbuildableConnector", "unknown"),
     ]
     assert issubclass(SequenceSourceConnector().task_class(), SourceTask)
+
+
+# --- Connect's names, every plugin type, every name of a plugin ----------------------
+
+FILE_SOURCE = "connect_runtime.connectors.file.FileStreamSourceConnector"
+FILE_SOURCE_NAMES = [
+    "org.apache.kafka.connect.file.FileStreamSourceConnector",  # Connect's class name
+    FILE_SOURCE, "FileStreamSourceConnector", "FileStreamSource",
+]
+
+
+@pytest.mark.parametrize("name", FILE_SOURCE_NAMES)
+def test_the_file_connector_answers_to_connects_names(name: str) -> None:
+    assert plugins.qualified_name(resolve_connector_class(name)) == FILE_SOURCE
+
+
+def test_a_connect_name_without_a_counterpart_is_still_unknown() -> None:
+    with pytest.raises(ConfigException, match="FileStreamSinkConnector"):
+        resolve_connector_class("org.apache.kafka.connect.file.FileStreamSinkConnector")
+
+
+def test_list_plugins_has_connectors_then_converters_as_connect_orders_types() -> None:
+    rows = [p.to_dict() for p in plugins.list_plugins()]
+    version = connect_runtime.__version__
+    # Connect's names where this runtime has a counterpart: what clients look for.
+    assert rows[-3:] == [
+        {"class": f"org.apache.kafka.connect.{name}", "type": "converter", "version": version}
+        for name in ("converters.ByteArrayConverter", "json.JsonConverter",
+                     "storage.StringConverter")]
+    assert {"class": FILE_SOURCE_NAMES[0], "type": "source", "version": version} in rows
+    assert {"class": "connect_runtime.connectors.sequence.SequenceSourceConnector",
+            "type": "source", "version": version} in rows  # no Java counterpart
+    types = [row["type"] for row in rows]
+    assert types == sorted(types, key=plugins.PLUGIN_TYPE_ORDER.index)
+    assert [p.to_dict() for p in list_connector_plugins()] == [
+        row for row in rows if row["type"] == "source"]
+
+
+@pytest.mark.parametrize("name", FILE_SOURCE_NAMES)
+def test_plugin_config_answers_for_every_name_of_a_connector(name: str) -> None:
+    keys = [key.name for key in plugins.plugin_config_keys(name)]
+    # The plugin's own keys first, then the framework's, as Connect 4.1 lists them.
+    assert keys[:2] == ["topic", "file"]
+    assert keys[-3:] == ["transaction.boundary", "transaction.boundary.interval.ms",
+                         "offsets.storage.topic"]
+    assert "transforms" in keys and "connector.plugin.version" in keys
+
+
+@pytest.mark.parametrize(("name", "keys"), [
+    ("org.apache.kafka.connect.storage.StringConverter", ["converter.encoding"]),
+    ("String", ["converter.encoding"]),
+    ("connect_runtime.converters.JsonConverter", ["schemas.enable"]),
+    ("org.apache.kafka.connect.json.JsonConverter", ["schemas.enable"]),
+    ("ByteArrayConverter", []),
+])
+def test_plugin_config_of_converters_lists_the_keys_they_read(name: str,
+                                                              keys: list[str]) -> None:
+    assert [key.name for key in plugins.plugin_config_keys(name)] == keys
+
+
+def test_plugin_config_of_an_unknown_plugin_is_not_found() -> None:
+    with pytest.raises(NotFoundException, match="Nope"):
+        plugins.plugin_config_keys("Nope")
+
+
+def test_plugin_config_shows_the_installed_version_as_the_pin_default() -> None:
+    keys = {key.name: key for key in plugins.plugin_config_keys("FileStreamSource")}
+    assert keys["connector.plugin.version"].default == connect_runtime.__version__
+    assert keys["key.converter"].default is None  # the worker's applies; shown when validating

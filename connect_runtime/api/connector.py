@@ -19,10 +19,12 @@ Invariants:
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from enum import Enum
 from typing import TYPE_CHECKING, Protocol
 
 from connect_runtime.api.config_def import Config, ConfigDef
+from connect_runtime.api.record import SourceOffset, SourcePartition
 
 if TYPE_CHECKING:
     from connect_runtime.api.task import OffsetStorageReader, SourceTask
@@ -120,3 +122,28 @@ class SourceConnector(ABC):
         Must be SUPPORTED for ``transaction.boundary=connector`` to be accepted.
         """
         return ConnectorTransactionBoundaries.UNSUPPORTED
+
+    def alter_offsets(
+        self, config: dict[str, str],
+        offsets: Sequence[tuple[SourcePartition, SourceOffset | None]],
+    ) -> bool:
+        """Consulted before a user's offsets are written (KIP-875).
+
+        Called on a fresh instance (``start`` is not called) on the leader when
+        someone alters (``PATCH /connectors/<name>/offsets``) or resets
+        (``DELETE``) the offsets of this connector while it is STOPPED.
+        ``offsets`` lists ``(source partition, offset)`` pairs exactly as they will
+        be written and as tasks will read them back; an offset of None removes the
+        partition's offset (every pair of a reset has None).
+
+        * Raise (any exception; its message reaches the user in a 400) to refuse
+          the request, e.g. for a partition or offset this connector could not
+          resume from. Nothing is written then.
+        * Return True if the connector keeps no offsets of its own outside the
+          framework, or has applied the change there too: the user is told the
+          offsets were altered.
+        * Return False (the default, as in Kafka Connect) if the connector does not
+          know: the framework still writes the offsets, and the user is told that
+          offsets the connector manages elsewhere must be changed there by hand.
+        """
+        return False

@@ -100,7 +100,9 @@ class SourceTask(ABC):
     """Reads from a source system and returns :class:`SourceRecord` batches.
 
     Subclasses must have a no-argument constructor: the framework instantiates
-    the class on the executor that runs the task.
+    the class on the executor that runs the task, and once on the leader when
+    the connector starts, only to ask :meth:`version` for the task's status.
+    So the constructor must be cheap and open nothing; ``start`` does that.
     """
 
     context: SourceTaskContext
@@ -110,7 +112,8 @@ class SourceTask(ABC):
         self.context = context
 
     def version(self) -> str:
-        """The task's version; by convention the same as its connector's."""
+        """The task's version, shown in its status; by convention the same as its
+        connector's. Connect's tasks must say; here the default is "unknown"."""
         return "unknown"
 
     @abstractmethod

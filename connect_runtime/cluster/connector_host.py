@@ -40,6 +40,15 @@ class _ConnectorContext:
         return self._host.offset_reader_factory()
 
 
+def _ask_version(connector: str, what: str, version: Callable[[], object]) -> str | None:
+    """``version()`` as text; None (unknown) if it raises: a status still gets written."""
+    try:
+        return str(version())
+    except Exception:
+        log.warning("connector %s: cannot tell the %s version", connector, what, exc_info=True)
+        return None
+
+
 class HostedConnector:
     """One running connector instance and what the herder needs to know about it."""
 
@@ -57,6 +66,11 @@ class HostedConnector:
         self.instance: SourceConnector | None = None
         self.state = State.UNASSIGNED
         self.trace: str | None = None
+        # KIP-891 status versions: the connector's version(), and version() of an
+        # instance of its task class, built here on the leader only to ask (the
+        # executors run the same installation). None while unknown.
+        self.version: str | None = None
+        self.task_version: str | None = None
         # True after start and whenever the connector asks: task configs are due.
         self.reconfiguration_requested = True
 
@@ -65,6 +79,7 @@ class HostedConnector:
         try:
             cls = resolve_connector_class(self.config["connector.class"])
             instance = cls()
+            self.version = _ask_version(self.name, "connector", instance.version)
             instance.initialize(_ConnectorContext(self))
             instance.start(dict(self.config))
         except Exception as e:
@@ -73,6 +88,8 @@ class HostedConnector:
         self.instance = instance
         self.state, self.trace = State.RUNNING, None
         self.reconfiguration_requested = True
+        self.task_version = _ask_version(self.name, "task",
+                                         lambda: instance.task_class()().version())
 
     def fail(self, error: BaseException) -> None:
         self.state = State.FAILED

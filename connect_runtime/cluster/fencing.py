@@ -17,7 +17,7 @@ import threading
 import traceback
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from connect_runtime.errors import (
     ConflictException,
@@ -28,6 +28,8 @@ from connect_runtime.errors import (
 from connect_runtime.kafka.clients import create_producer
 
 log = logging.getLogger(__name__)
+
+_T = TypeVar("_T")
 
 # Bounded so one huge connector cannot open hundreds of broker connections at once.
 MAX_PARALLEL_FENCES = 16
@@ -123,24 +125,38 @@ class ZombieFencer:
         at a time, so a repeated request finds the work done.
         """
         with self._lock(connector):
-            view = self._read_config()
-            if not view.contains(connector):
-                raise NotFoundException(f"Connector {connector} not found")
-            if not view.pending_fencing(connector):
-                return
-            generation = view.config_generation(connector)
-            previous, new = view.task_count_record(connector), view.task_count(connector)
-            if task_count_needs_fencing(previous, new):
-                assert previous is not None
-                # The previous generation's ids: those are the producers that may
-                # still be alive and hold partitions the new tasks take over.
-                self._fence(transactional_ids(self._group_id, connector, previous))
-            # The record must not vouch for a generation we did not fence for.
-            if self._read_config().config_generation(connector) != generation:
-                raise ConflictException(
-                    f"New task configs for {connector} were written during zombie fencing; "
-                    "the tasks will retry with the new generation")
-            self._write_task_count(connector, new)
+            self._fence_locked(connector)
+
+    def fence_then(self, connector: str, action: Callable[[], _T]) -> _T:
+        """:meth:`fence`, then ``action()`` before any other fencing of ``connector``.
+
+        A task of a new generation asks for fencing before it starts, so while
+        ``action`` runs (KIP-875 writing offsets, say) no such task gets past its
+        first startup step; it starts after, and sees what ``action`` wrote.
+        """
+        with self._lock(connector):
+            self._fence_locked(connector)
+            return action()
+
+    def _fence_locked(self, connector: str) -> None:
+        view = self._read_config()
+        if not view.contains(connector):
+            raise NotFoundException(f"Connector {connector} not found")
+        if not view.pending_fencing(connector):
+            return
+        generation = view.config_generation(connector)
+        previous, new = view.task_count_record(connector), view.task_count(connector)
+        if task_count_needs_fencing(previous, new):
+            assert previous is not None
+            # The previous generation's ids: those are the producers that may
+            # still be alive and hold partitions the new tasks take over.
+            self._fence(transactional_ids(self._group_id, connector, previous))
+        # The record must not vouch for a generation we did not fence for.
+        if self._read_config().config_generation(connector) != generation:
+            raise ConflictException(
+                f"New task configs for {connector} were written during zombie fencing; "
+                "the tasks will retry with the new generation")
+        self._write_task_count(connector, new)
 
     def _lock(self, connector: str) -> threading.Lock:
         with self._locks_guard:

@@ -23,24 +23,31 @@ from collections.abc import Callable
 from typing import Any
 
 from connect_runtime import __version__
+from connect_runtime.api.record import SourcePartition
 from connect_runtime.cluster import fencing
+from connect_runtime.cluster.active_topics import ActiveTopicRecorder
 from connect_runtime.cluster.connector_host import HostedConnector
 from connect_runtime.cluster.herder_api import (
+    ActiveTopicsInfo,
     ConnectorInfo,
     ConnectorStateInfo,
     ConnectorTaskId,
     HealthInfo,
+    LoggerLevel,
     PluginInfo,
     ServerInfo,
     StateInfo,
     TaskInfo,
     TaskStateInfo,
+    TopicTracking,
 )
+from connect_runtime.cluster.loggers import LoggerLevels, parse_level
+from connect_runtime.cluster.offset_alteration import OffsetAlteration, OffsetTopics
 from connect_runtime.cluster.session_keys import SessionKeys
 from connect_runtime.cluster.slot_registry import SlotRegistry
 from connect_runtime.cluster.spark_runner import SparkTaskRunner
 from connect_runtime.cluster.task_specs import TaskSpecBuilder
-from connect_runtime.config.connector_config import CONNECTOR_CONFIG_DEF, ConnectorConfig
+from connect_runtime.config.connector_config import ConnectorConfig
 from connect_runtime.config.validation import (
     ConfigInfos,
     format_validation_errors,
@@ -51,12 +58,18 @@ from connect_runtime.errors import (
     AlreadyExistsException,
     BadRequestException,
     ConflictException,
-    ConnectError,
     NotFoundException,
     NotLeaderException,
     ProducerFencedError,
 )
-from connect_runtime.plugins import list_connector_plugins, resolve_connector_class
+from connect_runtime.kafka.clients import create_admin
+from connect_runtime.kafka.topics import ensure_topic
+from connect_runtime.plugins import (
+    connector_version,
+    list_plugins,
+    plugin_config_keys,
+    resolve_connector_class,
+)
 from connect_runtime.protocol.states import State, TargetState
 from connect_runtime.storage.config_store import ClusterConfigState, ConfigStore
 from connect_runtime.storage.offsets.reader import TaskOffsetStorageReader
@@ -90,7 +103,12 @@ class DistributedHerder:
         self.kafka_cluster_id = kafka_cluster_id
         self.worker_id = config.worker_id
         self.worker_url = config.advertised_url()
-        self.registry = SlotRegistry(self._on_task_state, session_key=self.session_key_b64)
+        self.registry = SlotRegistry(self._on_task_state, session_key=self.session_key_b64,
+                                     on_topics=self._on_task_topics)
+        self._tracking = TopicTracking(bool(config["topic.tracking.enable"]),
+                                       bool(config["topic.tracking.allow.reset"]))
+        self._active_topics = ActiveTopicRecorder(
+            status_store, accepts=lambda c: c in config_store.snapshot().connectors())
         self._hosted: dict[str, HostedConnector] = {}
         self._running_generation: dict[str, int] = {}
         self._failed_jobs: set[str] = set()
@@ -106,6 +124,7 @@ class DistributedHerder:
         self._leadership_lock = threading.Lock()
         self._keys = SessionKeys.for_worker(config, lambda: config_store.snapshot().session_key)
         self._specs = TaskSpecBuilder(config, self.worker_url, self.worker_id)
+        self._loggers = LoggerLevels()
         self._fencer = fencing.ZombieFencer(
             config.group_id, read_config=lambda: self._snapshot(refresh=True),
             fence=lambda ids: fencing.fence_producers(
@@ -113,6 +132,17 @@ class DistributedHerder:
             write_task_count=lambda name, count: self._write(
                 f"write the task-count record of {name}",
                 lambda: self.config_store.put_task_count_record(name, count)))
+        self._offsets = OffsetAlteration(
+            exactly_once=config.eos_enabled, group_id=config.group_id, fencer=self._fencer,
+            read_config=lambda: self._snapshot(refresh=True),
+            current_partitions=self._current_partitions,
+            connector=lambda cfg: resolve_connector_class(cfg["connector.class"])(),
+            producer_config=lambda name, cfg: {
+                **config.client_config("producer"),
+                **ConnectorConfig(cfg).client_overrides("producer")},
+            ensure_topic=self._ensure_connector_offsets_topic,
+            topics=lambda cfg: OffsetTopics(config["offset.storage.topic"],
+                                            ConnectorConfig(cfg).offsets_storage_topic))
         self.is_member_leader: Callable[[], bool] = lambda: self._leader
         self._thread = threading.Thread(target=self._reconcile_loop, name="herder", daemon=True)
         self.started = threading.Event()
@@ -122,6 +152,7 @@ class DistributedHerder:
     def start(self) -> None:
         self._thread.start()
         self.registry.start()
+        self._active_topics.start()
 
     # ----------------------------------------------------------- leadership
 
@@ -219,6 +250,7 @@ class DistributedHerder:
         for host in self._hosted.values():
             host.stop()
         self.registry.stop()
+        self._active_topics.stop()
 
     def wake(self) -> None:
         self._wake.set()
@@ -257,10 +289,13 @@ class DistributedHerder:
             self.config_store.read_to_end(READ_TIMEOUT_S)
         return self.config_store.snapshot()
 
-    def _require(self, snap: ClusterConfigState, name: str) -> dict[str, str]:
+    def _require(self, snap: ClusterConfigState, name: str,
+                 missing: str = "Connector {} not found") -> dict[str, str]:
+        """The connector's config; NotFoundException with ``missing`` (Connect's
+        wording differs per route, clients match on it) if there is none."""
         config = snap.connector_config(name)
         if config is None:
-            raise NotFoundException(f"Connector {name} not found")
+            raise NotFoundException(missing.format(name))
         return config
 
     def server_info(self) -> ServerInfo:
@@ -301,10 +336,10 @@ class DistributedHerder:
 
     def connector_status(self, name: str) -> ConnectorStateInfo:
         snap = self._snapshot()
-        self._require(snap, name)
+        self._require(snap, name, "No status found for connector {}")
         status = self.status_store.connector_status(name)
-        connector = (StateInfo(status.state, status.worker_id, status.trace) if status
-                     else StateInfo(State.UNASSIGNED.value, self.worker_id))
+        connector = (StateInfo(status.state, status.worker_id, status.trace, status.version)
+                     if status else StateInfo(State.UNASSIGNED.value, self.worker_id))
         tasks = [self._task_state(name, i) for i in range(snap.task_count(name))]
         return ConnectorStateInfo(name, connector, tasks)
 
@@ -312,13 +347,12 @@ class DistributedHerder:
         status = self.status_store.task_status(name, task)
         if status is None:
             return TaskStateInfo(task, State.UNASSIGNED.value, self.worker_id)
-        return TaskStateInfo(task, status.state, status.worker_id, status.trace)
+        return TaskStateInfo(task, status.state, status.worker_id, status.trace, status.version)
 
     def task_status(self, name: str, task: int) -> TaskStateInfo:
         snap = self._snapshot()
-        self._require(snap, name)
-        if not 0 <= task < snap.task_count(name):
-            raise NotFoundException(f"Task {name}-{task} not found")
+        if snap.connector_config(name) is None or not 0 <= task < snap.task_count(name):
+            raise NotFoundException(f"No status found for task {name}-{task}")
         return self._task_state(name, task)
 
     def connector_offsets(self, name: str) -> list[dict[str, Any]]:
@@ -327,18 +361,10 @@ class DistributedHerder:
         return self.offset_store.connector_offsets(name, own)
 
     def connector_plugins(self) -> list[PluginInfo]:
-        return list_connector_plugins()
+        return list_plugins()
 
     def plugin_config(self, plugin: str) -> list[dict[str, Any]]:
-        try:
-            cls = resolve_connector_class(plugin)
-        except ConnectError as e:
-            raise NotFoundException(str(e)) from e
-        # Like Connect: the plugin's own keys, then the framework's it does not redefine.
-        keys = dict(cls().config_def().config_keys)
-        for name, key in CONNECTOR_CONFIG_DEF.config_keys.items():
-            keys.setdefault(name, key)
-        return [key.to_info_dict() for key in keys.values()]
+        return [key.to_info_dict() for key in plugin_config_keys(plugin)]
 
     def validate_connector_config(self, plugin: str | None,
                                   config: dict[str, str]) -> ConfigInfos:
@@ -346,7 +372,8 @@ class DistributedHerder:
         if not class_name:
             raise BadRequestException("Connector config is missing connector.class")
         instance = resolve_connector_class(class_name)()
-        return validate_connector_config(instance, config, self.config.eos_support)
+        converters = {key: str(self.config[key]) for key in ("key.converter", "value.converter")}
+        return validate_connector_config(instance, config, self.config.eos_support, converters)
 
     def _validate_or_raise(self, config: dict[str, str]) -> None:
         infos = self.validate_connector_config(None, config)
@@ -399,7 +426,7 @@ class DistributedHerder:
 
     def _set_target(self, name: str, target: TargetState) -> None:
         self._require_leader(f"change the target state of connector {name}")
-        self._require(self._snapshot(refresh=True), name)
+        self._require(self._snapshot(refresh=True), name, "Unknown connector {}")
         self._write(f"set connector {name} to {target.value}",
                     lambda: self.config_store.put_target_state(name, target.value))
 
@@ -415,6 +442,7 @@ class DistributedHerder:
     def restart_connector(self, name: str, include_tasks: bool,
                           only_failed: bool) -> ConnectorStateInfo:
         self._require_leader(f"restart connector {name}")
+        self._require(self._snapshot(), name, "Unknown connector: {}")
         status = self.connector_status(name)
         if not only_failed or status.connector.state == State.FAILED.value:
             self._restart_connector.add(name)
@@ -432,9 +460,9 @@ class DistributedHerder:
         # KIP-618: read to the end first, so a stale view cannot restart a task
         # whose source partitions now belong to another task.
         snap = self._snapshot(refresh=True)
-        self._require(snap, name)
+        self._require(snap, name, "Unknown connector: {}")
         if not 0 <= task < snap.task_count(name):
-            raise NotFoundException(f"Task {name}-{task} not found")
+            raise NotFoundException(f"Unknown task: {name}-{task}")
         if snap.config_generation(name) != self._running_generation.get(name):
             raise ConflictException(f"Tasks of {name} are being reconfigured; retry the "
                                     "restart once the new generation is running")
@@ -456,6 +484,30 @@ class DistributedHerder:
         """KIP-618 "Zombie fencing by the leader", steps 3-9: see :class:`ZombieFencer`."""
         self._require_leader(f"fence zombie tasks of {name}")
         self._fencer.fence(name)
+
+    # ------------------------------------------- offsets alteration (KIP-875)
+
+    def alter_connector_offsets(self, name: str,
+                                offsets: list[tuple[dict[str, Any], dict[str, Any] | None]]
+                                ) -> str:
+        """Leader only: see :class:`OffsetAlteration`."""
+        self._require_leader(f"alter the offsets of connector {name}")
+        return self._offsets.alter(name, offsets)
+
+    def reset_connector_offsets(self, name: str) -> str:
+        """Leader only: see :class:`OffsetAlteration`."""
+        self._require_leader(f"reset the offsets of connector {name}")
+        return self._offsets.reset(name)
+
+    def _current_partitions(self, name: str, config: dict[str, str]) -> list[SourcePartition]:
+        own = ConnectorConfig(config).offsets_storage_topic
+        return [entry["partition"] for entry in self.offset_store.connector_offsets(name, own)]
+
+    def _ensure_connector_offsets_topic(self, topic: str) -> None:
+        """As a task's startup does (step 3): compacted, with the worker's offsets settings."""
+        admin = create_admin(self.config.client_config("admin"))
+        ensure_topic(admin, topic, int(self.config["offset.storage.partitions"]),
+                     int(self.config["offset.storage.replication.factor"]), compacted=True)
 
     # ------------------------------------------------------ reconciliation
 
@@ -484,6 +536,7 @@ class DistributedHerder:
                 self._reconcile(name, snap)
                 snap = self._snapshot()
             self._note_waiting_tasks()
+            self._reset_active_topics_of_deleted(snap)
 
     def _note_waiting_tasks(self) -> None:
         """Tasks Spark has not started because it lacks slots: say so in their
@@ -505,7 +558,10 @@ class DistributedHerder:
         if host.state is State.FAILED:
             self._put_connector_status(name, host, snap)
             return
-        if host.reconfiguration_requested:
+        # Task configs are generated only while STARTED, as in Connect: a connector
+        # created PAUSED has no tasks until resumed; one paused later keeps its tasks
+        # (PAUSED) and is asked again on resume.
+        if host.reconfiguration_requested and target is TargetState.STARTED:
             configs = host.task_configs()
             if configs is None:
                 self._put_connector_status(name, host, snap)
@@ -580,7 +636,11 @@ class DistributedHerder:
                         lambda: self.config_store.put_task_configs(name, []))
         current = self.status_store.connector_status(name)
         if current is None or current.state != State.STOPPED.value:
-            self.status_store.put_connector(name, State.STOPPED.value, self.worker_id)
+            # Connect shows the version of a stopped connector too, never started or not.
+            version = (host.version if host is not None
+                       else connector_version(self._require(snap, name).get("connector.class", "")))
+            self.status_store.put_connector(name, State.STOPPED.value, self.worker_id,
+                                            version=version)
 
     def _teardown(self, name: str, snap: ClusterConfigState) -> None:
         if name in self._running_generation:
@@ -595,10 +655,12 @@ class DistributedHerder:
     def _put_connector_status(self, name: str, host: HostedConnector,
                               snap: ClusterConfigState) -> None:
         current = self.status_store.connector_status(name)
-        if current is None or (current.state, current.trace, current.worker_id) != (
-                host.state.value, host.trace, self.worker_id):
+        if current is None or (current.state, current.trace, current.worker_id,
+                               current.version) != (
+                host.state.value, host.trace, self.worker_id, host.version):
             self.status_store.put_connector(name, host.state.value, self.worker_id, host.trace,
-                                            generation=snap.config_generation(name))
+                                            generation=snap.config_generation(name),
+                                            version=host.version)
 
     # --------------------------------------------------------- task events
 
@@ -625,7 +687,12 @@ class DistributedHerder:
                         trace: str | None) -> None:
         generation = self._running_generation.get(connector, 0)
         self.status_store.put_task(connector, task, state.value, self.worker_id, trace,
-                                   generation=generation)
+                                   generation=generation, version=self._task_version(connector))
+
+    def _task_version(self, connector: str) -> str | None:
+        """The version the tasks of ``connector`` report in their status (KIP-891)."""
+        host = self._hosted.get(connector)
+        return None if host is None else host.task_version
 
     def _report_fenced_later(self, connector: str, task: int, generation: int,
                              trace: str | None) -> None:
@@ -647,5 +714,67 @@ class DistributedHerder:
                 self.status_store.put_task(
                     connector, slot.task, State.FAILED.value, self.worker_id,
                     f"The Spark job hosting the tasks of {connector} failed:\n{trace}",
-                    generation=generation)
+                    generation=generation, version=self._task_version(connector))
         self.registry.close(connector)
+
+    # ------------------------------------------------------ active topics (KIP-558)
+    # Tasks report the topics they produce to; the leader records them (see
+    # connect_runtime.cluster.active_topics). Reads and resets go through the status
+    # topic, so any worker serves them without the leader, as in Connect.
+
+    def topic_tracking(self) -> TopicTracking:
+        return self._tracking
+
+    def connector_active_topics(self, name: str) -> ActiveTopicsInfo:
+        return ActiveTopicsInfo(name, sorted(self.status_store.active_topics(name)))
+
+    def reset_connector_active_topics(self, name: str) -> None:
+        self._active_topics.reset(name)
+
+    def _on_task_topics(self, connector: str, task: int, topics: frozenset[str]) -> None:
+        """Registry listener (REST event loop): never blocks on Kafka."""
+        if self._leader and self._tracking.enabled:
+            self._active_topics.offer(connector, task, topics)
+
+    def _reset_active_topics_of_deleted(self, snap: ClusterConfigState) -> None:
+        """Tombstone the active topics of deleted connectors, after their tasks were
+        stopped (Connect does it when a deleted connector's tasks are revoked). Also
+        catches a deletion a previous leader did not get to."""
+        if not self._tracking.enabled:
+            return
+        for name in self.status_store.topic_connectors() - set(snap.connectors()):
+            if name not in self._running_generation:
+                log.info("resetting the active topics of deleted connector %s", name)
+                self._active_topics.reset(name)
+
+    # ------------------------------------------ logger levels (KIP-495, KIP-976)
+    # This worker's Python loggers; the rules are in connect_runtime.cluster.loggers.
+
+    def logger_levels(self) -> dict[str, LoggerLevel]:
+        return self._loggers.all_levels()
+
+    def logger_level(self, name: str) -> LoggerLevel | None:
+        return self._loggers.level(name)
+
+    def set_worker_logger_level(self, namespace: str, level: str) -> list[str]:
+        return self._loggers.set_level(namespace, level)
+
+    def set_cluster_logger_level(self, namespace: str, level: str) -> None:
+        """Leader only, like every config-topic write here (followers forward it).
+
+        Connect lets any worker write this record; one writer keeps the rule that
+        only the leader's fenced producer writes the config topic, and a client
+        sees the same 204 either way. The level is checked first, so a bad one
+        answers 404 on the worker that received it, without a hop.
+        """
+        name = parse_level(level)
+        self._write(f"set the level of logging namespace {namespace}",
+                    lambda: self.config_store.put_logger_level(namespace, name))
+
+    def apply_cluster_logger_level(self, namespace: str, level: str) -> None:
+        """Config-topic listener: a ``logger-cluster-`` record arrived (KIP-976)."""
+        try:
+            self._loggers.set_level(namespace, level)
+        except NotFoundException:
+            log.warning("Ignoring request to set invalid level '%s' for namespace %s",
+                        level, namespace)

@@ -59,30 +59,40 @@ class ConnectorInfo:
 
 @dataclass(slots=True)
 class StateInfo:
-    """A connector's or task's state: UNASSIGNED, RUNNING, PAUSED, STOPPED, FAILED, RESTARTING."""
+    """A connector's or task's state: UNASSIGNED, RUNNING, PAUSED, STOPPED, FAILED, RESTARTING.
+
+    ``version`` is the connector's ``version()`` (KIP-891); Connect 4.1 always
+    shows the key, null when the version is unknown.
+    """
 
     state: str
     worker_id: str
     trace: str | None = None
+    version: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"state": self.state, "worker_id": self.worker_id}
         if self.trace is not None:
             out["trace"] = self.trace
+        out["version"] = self.version
         return out
 
 
 @dataclass(slots=True)
 class TaskStateInfo:
+    """A task's state; ``version`` is the task's ``version()``, null when unknown."""
+
     id: int
     state: str
     worker_id: str
     trace: str | None = None
+    version: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"id": self.id, "state": self.state, "worker_id": self.worker_id}
         if self.trace is not None:
             out["trace"] = self.trace
+        out["version"] = self.version
         return out
 
 
@@ -134,6 +144,44 @@ class HealthInfo:
 
     def to_dict(self) -> dict[str, Any]:
         return {"status": self.status, "message": self.message}
+
+
+# ----------------------------------------------------------- logger levels (KIP-495)
+
+
+@dataclass(frozen=True, slots=True)
+class LoggerLevel:
+    """A logger's level by Connect's name (WARN, not WARNING) and when ``/admin/loggers``
+    last changed it, in ms since the epoch; None if it never did."""
+
+    level: str
+    last_modified: int | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"level": self.level, "last_modified": self.last_modified}
+
+
+# ------------------------------------------------------------ active topics (KIP-558)
+
+
+@dataclass(frozen=True, slots=True)
+class ActiveTopicsInfo:
+    """The topics recorded as active for a connector (sorted by name)."""
+
+    connector: str
+    topics: list[str]
+
+    def to_dict(self) -> dict[str, Any]:
+        """Connect's body: ``{"<connector>": {"topics": [...]}}``."""
+        return {self.connector: {"topics": list(self.topics)}}
+
+
+@dataclass(frozen=True, slots=True)
+class TopicTracking:
+    """``topic.tracking.enable`` and ``topic.tracking.allow.reset`` of this worker."""
+
+    enabled: bool
+    allow_reset: bool
 
 
 class ConfigInfosLike(Protocol):
@@ -201,7 +249,22 @@ class Herder(Protocol):
         """``[{"partition": {...}, "offset": {...}}, ...]`` from the combined view."""
         ...
 
-    def connector_plugins(self) -> list[PluginInfo]: ...
+    def alter_connector_offsets(
+        self, name: str, offsets: list[tuple[dict[str, Any], dict[str, Any] | None]]
+    ) -> str:
+        """KIP-875 (leader only): write ``(partition, offset)`` pairs for a STOPPED
+        connector; returns Connect's message. BadRequestException if it is not
+        stopped, the offsets are invalid or the connector refuses them."""
+        ...
+
+    def reset_connector_offsets(self, name: str) -> str:
+        """KIP-875 (leader only): remove every offset of a STOPPED connector."""
+        ...
+
+    def connector_plugins(self) -> list[PluginInfo]:
+        """Every plugin (connectors, converters, ...) in Connect's order of types; REST
+        keeps the connectors unless ``connectorsOnly=false``."""
+        ...
 
     def plugin_config(self, plugin: str) -> list[dict[str, Any]]:
         """ConfigKeyInfo dicts for the plugin's keys. NotFoundException if unknown."""
@@ -215,4 +278,44 @@ class Herder(Protocol):
 
     def fence_zombies(self, name: str) -> None:
         """Internal (leader only): fence the previous task generation of ``name``."""
+        ...
+
+    # ------------------------------------------------- logger levels (KIP-495, KIP-976)
+    # This worker's Python loggers; see connect_runtime.cluster.loggers for the rules.
+
+    def logger_levels(self) -> dict[str, LoggerLevel]:
+        """Every logger of this worker not at OFF, sorted by name; the root is "root"."""
+        ...
+
+    def logger_level(self, name: str) -> LoggerLevel | None:
+        """The level of this worker's logger ``name``; None if no such logger exists."""
+        ...
+
+    def set_worker_logger_level(self, namespace: str, level: str) -> list[str]:
+        """Set ``namespace`` and the loggers under it on this worker only; returns the
+        sorted names of the loggers whose level changed. NotFoundException
+        ("invalid log level '<level>'.") if ``level`` is not a Connect level name."""
+        ...
+
+    def set_cluster_logger_level(self, namespace: str, level: str) -> None:
+        """Write ``logger-cluster-<namespace>`` to the config topic (leader only): every
+        worker running then applies it as :meth:`set_worker_logger_level` does, this one
+        included, when it reads the record. Same NotFoundException for a bad level."""
+        ...
+
+    # ------------------------------------------------------------ active topics (KIP-558)
+    # Read and written through the status topic, so any worker answers (as in Connect).
+
+    def topic_tracking(self) -> TopicTracking:
+        """This worker's topic tracking settings; REST refuses (403) what they disable."""
+        ...
+
+    def connector_active_topics(self, name: str) -> ActiveTopicsInfo:
+        """The topics recorded as active for ``name``; none (not 404) for an unknown
+        connector, as Connect answers."""
+        ...
+
+    def reset_connector_active_topics(self, name: str) -> None:
+        """Tombstone ``name``'s active topics; tasks still producing to one record it
+        again. Connect allows it in any state, and for unknown connectors (a no-op)."""
         ...

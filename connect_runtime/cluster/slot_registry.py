@@ -28,10 +28,14 @@ from connect_runtime.protocol.slot_channel import (
     SlotAnswer,
     SlotHello,
     SlotReport,
+    SlotTopics,
 )
 from connect_runtime.protocol.states import State
 
 StateListener = Callable[[str, int, State, "str | None"], None]
+TopicsListener = Callable[[str, int, frozenset[str]], None]
+"""Hears the topics a slot's task produced to (KIP-558); called on the REST event
+loop, so it must not block."""
 Push = Callable[[SlotAnswer | None], None]
 """Sends an answer down one slot's channel; ``None`` closes the channel as lost.
 Called from any thread, never blocks (the channel queues it)."""
@@ -95,10 +99,13 @@ class SlotRegistry:
     def __init__(self, on_state_change: StateListener, *,
                  session_key: Callable[[], str | None] = lambda: None,
                  liveness_timeout_s: float = LIVENESS_TIMEOUT_S,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 on_topics: TopicsListener | None = None) -> None:
         """``session_key`` gives the current session key (base64) that every answer
-        carries; it is read once per batch of answers, not once per slot."""
+        carries; it is read once per batch of answers, not once per slot.
+        ``on_topics`` hears what current slots say in :meth:`topics`."""
         self._on_state_change = on_state_change
+        self._on_topics = on_topics
         self._session_key = session_key
         self._timeout = liveness_timeout_s
         self._clock = clock
@@ -259,6 +266,18 @@ class SlotRegistry:
             if not stale and (report.state, report.trace) != (slot.state, slot.trace):
                 self._change(slot, report.state, report.trace)
         self._deliver()
+
+    def topics(self, channel: SlotChannel, message: SlotTopics) -> None:
+        """The slot's task produced to ``message.topics`` (KIP-558): passed to
+        ``on_topics`` if the channel is current; a stale one (replaced, or its
+        generation closed, e.g. its connector deleted) speaks for no task."""
+        with self._lock:
+            slot = self._slots.get(channel.key)
+            if slot is None or self._channels.get(channel.key) is not channel:
+                return
+            slot.last_seen = self._clock()
+        if self._on_topics is not None:
+            self._on_topics(channel.key[0], channel.key[1], message.topics)
 
     def disconnect(self, channel: SlotChannel, clean: bool) -> None:
         """The channel closed. ``clean``: the slot said goodbye (its last report

@@ -63,4 +63,5 @@ class TaskSpecBuilder:
             session_key=base64.b64encode(session_key.key).decode("ascii") if session_key
             else None,
             session_key_algorithm=str(config["inter.worker.signature.algorithm"]),
+            topic_tracking=bool(config["topic.tracking.enable"]),
         )

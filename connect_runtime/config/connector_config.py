@@ -4,10 +4,16 @@ Every connector config holds these keys next to the connector's own ones.
 ``CONNECTOR_CONFIG_DEF`` drives validation (REST pre-flight) and
 :class:`ConnectorConfig` gives typed access once a config is accepted.
 
-Groups follow Connect: "Common" (name, class, tasks, converters), "Exactly Once
-Support" (KIP-618's per-connector keys) and "offsets.topic". Connect's
-"Transforms", "Predicates", "Error Handling" and "Topic Creation" keys are not
-supported here.
+Keys, groups and their order are Connect 4.1's SourceConnectorConfig: "Common"
+(name, class, tasks, converters and KIP-891's ``*.plugin.version``),
+"Transforms", "Predicates", "Error Handling", "Topic Creation", "Exactly Once
+Support" (KIP-618) and "offsets.topic". Some of them name features this runtime
+does not have yet (transforms, predicates, error tolerance, header converters,
+topic creation groups): their defaults are accepted, and
+:func:`unsupported_value` says why any other value is refused, so a config is
+never half-honoured in silence. KIP-158's ``topic.creation.default.*`` keys are
+parsed too (:data:`TOPIC_CREATION_DEFAULT_DEF`); Connect's validation does not
+list them.
 
 Client overrides (KIP-458 prefixes ``producer.override.``, ``consumer.override.``,
 ``admin.override.``) take librdkafka property names. Two of them are owned by
@@ -19,7 +25,7 @@ from __future__ import annotations
 
 import logging
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any, TypeVar
@@ -31,6 +37,7 @@ from connect_runtime.api.config_def import (
     NonEmptyString,
     Range,
     Type,
+    ValidString,
     Width,
 )
 from connect_runtime.converters import resolve_converter_class
@@ -41,8 +48,24 @@ log = logging.getLogger(__name__)
 NAME_CONFIG = "name"
 CONNECTOR_CLASS_CONFIG = "connector.class"
 TASKS_MAX_CONFIG = "tasks.max"
+TASKS_MAX_ENFORCE_CONFIG = "tasks.max.enforce"
 KEY_CONVERTER_CONFIG = "key.converter"
 VALUE_CONVERTER_CONFIG = "value.converter"
+HEADER_CONVERTER_CONFIG = "header.converter"
+# KIP-891: "<plugin key>.plugin.version" pins the version of the plugin that key names.
+PLUGIN_VERSION_SUFFIX = ".plugin.version"
+CONNECTOR_PLUGIN_VERSION_CONFIG = "connector" + PLUGIN_VERSION_SUFFIX
+TRANSFORMS_CONFIG = "transforms"
+PREDICATES_CONFIG = "predicates"
+CONFIG_RELOAD_ACTION_CONFIG = "config.action.reload"
+ERRORS_RETRY_TIMEOUT_CONFIG = "errors.retry.timeout"
+ERRORS_RETRY_MAX_DELAY_CONFIG = "errors.retry.delay.max.ms"
+ERRORS_TOLERANCE_CONFIG = "errors.tolerance"
+ERRORS_LOG_ENABLE_CONFIG = "errors.log.enable"
+ERRORS_LOG_INCLUDE_MESSAGES_CONFIG = "errors.log.include.messages"
+TOPIC_CREATION_GROUPS_CONFIG = "topic.creation.groups"
+TOPIC_CREATION_RF_CONFIG = "topic.creation.default.replication.factor"
+TOPIC_CREATION_PARTITIONS_CONFIG = "topic.creation.default.partitions"
 EXACTLY_ONCE_SUPPORT_CONFIG = "exactly.once.support"
 TRANSACTION_BOUNDARY_CONFIG = "transaction.boundary"
 TRANSACTION_BOUNDARY_INTERVAL_CONFIG = "transaction.boundary.interval.ms"
@@ -70,6 +93,10 @@ _IGNORED_OVERRIDES = {
 _E = TypeVar("_E", bound=Enum)
 
 COMMON_GROUP = "Common"
+TRANSFORMS_GROUP = "Transforms"
+PREDICATES_GROUP = "Predicates"
+ERROR_GROUP = "Error Handling"
+TOPIC_CREATION_GROUP = "Topic Creation"
 EXACTLY_ONCE_SUPPORT_GROUP = "Exactly Once Support"
 OFFSETS_TOPIC_GROUP = "offsets.topic"
 
@@ -145,33 +172,135 @@ class _ConverterClass:
         return "JsonConverter, StringConverter, ByteArrayConverter or a module.Class converter"
 
 
-def _define_common(d: ConfigDef) -> ConfigDef:
+# Connect's documentation of the keys it defines; ours where behaviour differs.
+_CONVERTER_DOC = ("Converter class for record {what}: a class path, Connect's class name of a "
+                  "JsonConverter, StringConverter or ByteArrayConverter, or an alias. Unset "
+                  "uses the worker's {key}.")
+_NOT_YET = " connect-runtime does not support this yet: only the default is accepted."
+
+
+def _plugin_version(d: ConfigDef, plugin_key: str, default: str | None, importance: Importance,
+                    width: Width, display_name: str, order: int) -> ConfigDef:
+    """KIP-891's ``<plugin_key>.plugin.version``; ``default`` is the installed version."""
+    what = "connector" if plugin_key == "connector" else plugin_key.replace(".", " ")
+    return d.define(plugin_key + PLUGIN_VERSION_SUFFIX, Type.STRING, default,
+                    importance=importance, documentation=f"Version of the {what}.",
+                    group=COMMON_GROUP, order_in_group=order, width=width,
+                    display_name=display_name)
+
+
+def _define_common(d: ConfigDef, versions: Mapping[str, str | None],
+                   converters: Mapping[str, str | None]) -> ConfigDef:
     g = COMMON_GROUP
+    d.define(NAME_CONFIG, Type.STRING, validator=_ConnectorName(),
+             importance=Importance.HIGH,
+             documentation="Globally unique name to use for this connector.",
+             group=g, order_in_group=1, width=Width.MEDIUM, display_name="Connector name")
+    d.define(CONNECTOR_CLASS_CONFIG, Type.STRING, importance=Importance.HIGH,
+             documentation="Name or alias of the SourceConnector class: an entry point "
+             "name, a module.Class path, the class name with or without its "
+             "'Connector' suffix (e.g. SequenceSource), or Connect's class name of a "
+             "bundled connector (org.apache.kafka.connect.file.FileStreamSourceConnector).",
+             group=g, order_in_group=2, width=Width.LONG, display_name="Connector class")
+    _plugin_version(d, "connector", versions.get("connector"), Importance.MEDIUM,
+                    Width.MEDIUM, "Connector version", 3)
+    d.define(TASKS_MAX_CONFIG, Type.INT, 1, Range.at_least(1), Importance.HIGH,
+             "Maximum number of tasks to use for this connector.",
+             group=g, order_in_group=4, width=Width.SHORT, display_name="Tasks max")
+    d.define(TASKS_MAX_ENFORCE_CONFIG, Type.BOOLEAN, True, importance=Importance.LOW,
+             documentation="(Deprecated) Whether to enforce that the tasks.max property is "
+             "respected by the connector. A connector that generates more task configs "
+             "than tasks.max fails." + _NOT_YET,
+             group=g, order_in_group=5, width=Width.SHORT, display_name="Enforce tasks max")
+    for order, (key, what, display) in enumerate(
+            [(KEY_CONVERTER_CONFIG, "keys", "Key"), (VALUE_CONVERTER_CONFIG, "values", "Value")]):
+        d.define(key, Type.CLASS, converters.get(key), _ConverterClass(), Importance.LOW,
+                 _CONVERTER_DOC.format(what=what, key=key), group=g,
+                 order_in_group=6 + 2 * order, width=Width.SHORT,
+                 display_name=f"{display} converter class")
+        _plugin_version(d, key, versions.get(key), Importance.LOW, Width.SHORT,
+                        f"{display} converter version", 7 + 2 * order)
+    d.define(HEADER_CONVERTER_CONFIG, Type.CLASS, None, importance=Importance.LOW,
+             documentation="HeaderConverter class used to convert between Kafka Connect "
+             "format and the serialized form that is written to Kafka. Record headers are "
+             "written as the task gives them (str values as UTF-8)." + _NOT_YET,
+             group=g, order_in_group=10, width=Width.SHORT,
+             display_name="Header converter class")
+    _plugin_version(d, HEADER_CONVERTER_CONFIG, None, Importance.LOW, Width.SHORT,
+                    "Header converter version", 11)
+    return d
+
+
+def _define_transforms_and_reload(d: ConfigDef) -> ConfigDef:
+    # Connect numbers these in the "Common" sequence, whatever their group.
     return (
-        d.define(NAME_CONFIG, Type.STRING, validator=_ConnectorName(),
-                 importance=Importance.HIGH,
-                 documentation="Globally unique name to use for this connector.",
-                 group=g, order_in_group=1, width=Width.MEDIUM, display_name="Connector name")
-        .define(CONNECTOR_CLASS_CONFIG, Type.STRING, importance=Importance.HIGH,
-                documentation="Name or alias of the SourceConnector class: an entry point "
-                "name, a module.Class path, or the class name with or without its "
-                "'Connector' suffix (e.g. SequenceSource).",
-                group=g, order_in_group=2, width=Width.LONG, display_name="Connector class")
-        .define(TASKS_MAX_CONFIG, Type.INT, 1, Range.at_least(1), Importance.HIGH,
-                "Maximum number of tasks to use for this connector.",
-                group=g, order_in_group=3, width=Width.SHORT, display_name="Tasks max")
-        .define(KEY_CONVERTER_CONFIG, Type.CLASS, None, _ConverterClass(), Importance.LOW,
-                "Converter for record keys; unset uses the worker's key.converter.",
-                group=g, order_in_group=4, width=Width.SHORT,
-                display_name="Key converter class")
-        .define(VALUE_CONVERTER_CONFIG, Type.CLASS, None, _ConverterClass(), Importance.LOW,
-                "Converter for record values; unset uses the worker's value.converter.",
-                group=g, order_in_group=5, width=Width.SHORT,
-                display_name="Value converter class")
+        d.define(TRANSFORMS_CONFIG, Type.LIST, [], importance=Importance.LOW,
+                 documentation="Aliases for the transformations to be applied to records."
+                 + _NOT_YET, group=TRANSFORMS_GROUP, order_in_group=12, width=Width.LONG,
+                 display_name="Transforms")
+        .define(PREDICATES_CONFIG, Type.LIST, [], importance=Importance.LOW,
+                documentation="Aliases for the predicates used by transformations." + _NOT_YET,
+                group=PREDICATES_GROUP, order_in_group=13, width=Width.LONG,
+                display_name="Predicates")
+        .define(CONFIG_RELOAD_ACTION_CONFIG, Type.STRING, "restart",
+                ValidString.in_("none", "restart"), Importance.LOW,
+                "The action that Connect should take on the connector when changes in "
+                "external configuration providers result in a change in the connector's "
+                "configuration properties. connect-runtime has no configuration providers, "
+                "so either value has the same (no) effect.",
+                group=COMMON_GROUP, order_in_group=14, width=Width.MEDIUM,
+                display_name="Reload Action")
     )
 
 
+def _define_error_handling(d: ConfigDef) -> ConfigDef:
+    g = ERROR_GROUP
+    return (
+        d.define(ERRORS_RETRY_TIMEOUT_CONFIG, Type.LONG, 0, importance=Importance.MEDIUM,
+                 documentation="The maximum duration in milliseconds that a failed operation "
+                 "will be reattempted. The default is 0, which means no retries will be "
+                 "attempted. Use -1 for infinite retries." + _NOT_YET,
+                 group=g, order_in_group=1, width=Width.MEDIUM,
+                 display_name="Retry Timeout for Errors")
+        .define(ERRORS_RETRY_MAX_DELAY_CONFIG, Type.LONG, 60000, importance=Importance.MEDIUM,
+                documentation="The maximum duration in milliseconds between consecutive "
+                "retry attempts. Jitter will be added to the delay once this limit is "
+                "reached to prevent thundering herd issues. Without retries (the only "
+                "mode connect-runtime has yet) it has no effect.",
+                group=g, order_in_group=2, width=Width.MEDIUM,
+                display_name="Maximum Delay Between Retries for Errors")
+        .define(ERRORS_TOLERANCE_CONFIG, Type.STRING, "none", ValidString.in_("none", "all"),
+                Importance.MEDIUM,
+                "Behavior for tolerating errors during connector operation. 'none' is the "
+                "default value and signals that any error will result in an immediate "
+                "connector task failure; 'all' changes the behavior to skip over "
+                "problematic records." + _NOT_YET,
+                group=g, order_in_group=3, width=Width.SHORT, display_name="Error Tolerance")
+        .define(ERRORS_LOG_ENABLE_CONFIG, Type.BOOLEAN, False, importance=Importance.MEDIUM,
+                documentation="If true, write each error and the details of the failed "
+                "operation and problematic record to the Connect application log." + _NOT_YET,
+                group=g, order_in_group=4, width=Width.SHORT, display_name="Log Errors")
+        .define(ERRORS_LOG_INCLUDE_MESSAGES_CONFIG, Type.BOOLEAN, False,
+                importance=Importance.MEDIUM,
+                documentation="Whether to include in the log the Connect record that "
+                "resulted in a failure. Without errors.log.enable (not supported yet by "
+                "connect-runtime) it has no effect.",
+                group=g, order_in_group=5, width=Width.SHORT, display_name="Log Error Details")
+    )
+
+
+def _define_topic_creation_groups(d: ConfigDef) -> ConfigDef:
+    return d.define(
+        TOPIC_CREATION_GROUPS_CONFIG, Type.LIST, [], importance=Importance.LOW,
+        documentation="Groups of configurations for topics created by source connectors. "
+        f"connect-runtime supports only the default group ({TOPIC_CREATION_RF_CONFIG}, "
+        f"{TOPIC_CREATION_PARTITIONS_CONFIG}) yet: only the default (none) is accepted.",
+        group=TOPIC_CREATION_GROUP, order_in_group=1, width=Width.LONG,
+        display_name="Topic Creation Groups")
+
+
 def _define_exactly_once(d: ConfigDef) -> ConfigDef:
+    # Connect numbers these after topic.creation.groups (2, 3, 4), in their own group.
     g = EXACTLY_ONCE_SUPPORT_GROUP
     return (
         d.define(EXACTLY_ONCE_SUPPORT_CONFIG, Type.STRING, "requested",
@@ -180,7 +309,7 @@ def _define_exactly_once(d: ConfigDef) -> ConfigDef:
                  "connector fails unless the connector reports that it delivers "
                  "exactly once with this configuration and the worker has "
                  "exactly.once.source.support=enabled.",
-                 group=g, order_in_group=1, width=Width.SHORT,
+                 group=g, order_in_group=2, width=Width.SHORT,
                  display_name="Exactly once support")
         .define(TRANSACTION_BOUNDARY_CONFIG, Type.STRING, "poll",
                 CaseInsensitiveValidString.in_("poll", "interval", "connector"),
@@ -188,13 +317,13 @@ def _define_exactly_once(d: ConfigDef) -> ConfigDef:
                 "poll: commit a transaction for every batch a task returns; interval: "
                 "commit every transaction.boundary.interval.ms; connector: the tasks "
                 "decide, which only connectors that support it accept.",
-                group=g, order_in_group=2, width=Width.SHORT,
+                group=g, order_in_group=3, width=Width.SHORT,
                 display_name="Transaction Boundary")
         .define(TRANSACTION_BOUNDARY_INTERVAL_CONFIG, Type.LONG, None, Range.at_least(0),
                 Importance.LOW,
                 "With transaction.boundary=interval, how often tasks commit; unset uses "
                 "the worker's offset.flush.interval.ms. Ignored for other boundaries.",
-                group=g, order_in_group=3, width=Width.SHORT,
+                group=g, order_in_group=4, width=Width.SHORT,
                 display_name="Transaction boundary interval")
         .define(OFFSETS_STORAGE_TOPIC_CONFIG, Type.STRING, None, NonEmptyString(),
                 Importance.LOW,
@@ -206,12 +335,7 @@ def _define_exactly_once(d: ConfigDef) -> ConfigDef:
     )
 
 
-TOPIC_CREATION_GROUP = "Topic Creation"
-TOPIC_CREATION_RF_CONFIG = "topic.creation.default.replication.factor"
-TOPIC_CREATION_PARTITIONS_CONFIG = "topic.creation.default.partitions"
-
-
-def _define_topic_creation(d: ConfigDef) -> ConfigDef:
+def _define_topic_creation_default(d: ConfigDef) -> ConfigDef:
     """KIP-158's default group: with both keys set, tasks create missing topics."""
     g = TOPIC_CREATION_GROUP
     return (
@@ -229,10 +353,62 @@ def _define_topic_creation(d: ConfigDef) -> ConfigDef:
     )
 
 
-CONNECTOR_CONFIG_DEF: ConfigDef = _define_topic_creation(
-    _define_exactly_once(_define_common(ConfigDef())))
+def connector_config_def(versions: Mapping[str, str | None] | None = None,
+                         converters: Mapping[str, str | None] | None = None) -> ConfigDef:
+    """The framework keys of a (source) connector config, in Connect 4.1's order and groups.
+
+    ``versions`` gives the installed version of the plugin behind ``connector``,
+    ``key.converter`` and ``value.converter``: the defaults of their
+    ``*.plugin.version`` keys. ``converters`` gives ``key.converter`` and
+    ``value.converter`` defaults (the worker's, as Connect shows them when
+    validating). Both default to unset, which is how ``CONNECTOR_CONFIG_DEF`` is built.
+    """
+    d = _define_common(ConfigDef(), versions or {}, converters or {})
+    return _define_exactly_once(_define_topic_creation_groups(
+        _define_error_handling(_define_transforms_and_reload(d))))
+
+
+CONNECTOR_CONFIG_DEF: ConfigDef = connector_config_def()
 """The framework keys of every (source) connector config, framework groups first."""
 
+TOPIC_CREATION_DEFAULT_DEF: ConfigDef = _define_topic_creation_default(ConfigDef())
+"""KIP-158's default topic creation group, parsed by :class:`ConnectorConfig`. Connect's
+validation does not list these keys; ours lists them when a config sets one."""
+
+_PARSED_DEF = CONNECTOR_CONFIG_DEF.merged(TOPIC_CREATION_DEFAULT_DEF)
+
+
+def unsupported_value(key: str, value: Any) -> str | None:
+    """Why this runtime cannot honour the parsed ``value`` of framework ``key`` yet, or None.
+
+    Only keys naming features that do not exist here have an answer; their
+    defaults (and values that change nothing) are honoured.
+    """
+    check = _UNSUPPORTED.get(key)
+    return check[1] if check is not None and check[0](value) else None
+
+
+_UNSUPPORTED: dict[str, tuple[Callable[[Any], bool], str]] = {
+    TRANSFORMS_CONFIG: (bool, "transforms are not supported yet by connect-runtime"),
+    PREDICATES_CONFIG: (bool, "predicates are not supported yet by connect-runtime"),
+    HEADER_CONVERTER_CONFIG: (
+        lambda v: v is not None,
+        "header converters are not supported yet by connect-runtime: record headers are "
+        "written as the task gives them"),
+    HEADER_CONVERTER_CONFIG + PLUGIN_VERSION_SUFFIX: (
+        lambda v: v is not None, "header converters are not supported yet by connect-runtime"),
+    TASKS_MAX_ENFORCE_CONFIG: (
+        lambda v: v is False, "connect-runtime always enforces tasks.max"),
+    ERRORS_RETRY_TIMEOUT_CONFIG: (
+        lambda v: v != 0, "retrying failed operations is not supported yet by connect-runtime"),
+    ERRORS_TOLERANCE_CONFIG: (
+        lambda v: v != "none", "tolerating errors is not supported yet by connect-runtime"),
+    ERRORS_LOG_ENABLE_CONFIG: (
+        lambda v: v is True, "logging errors is not supported yet by connect-runtime"),
+    TOPIC_CREATION_GROUPS_CONFIG: (
+        bool, "topic creation groups other than the default are not supported yet by "
+        "connect-runtime"),
+}
 
 class ConnectorConfig:
     """Typed view of an accepted connector config.
@@ -246,7 +422,7 @@ class ConnectorConfig:
         self.originals: dict[str, str] = {
             str(k): str(v) for k, v in props.items() if v is not None
         }
-        self.values: dict[str, Any] = CONNECTOR_CONFIG_DEF.parse(self.originals)
+        self.values: dict[str, Any] = _PARSED_DEF.parse(self.originals)
 
     @property
     def name(self) -> str:

@@ -4,7 +4,10 @@
 /connectors/{name}/config`` and ``PUT /connector-plugins/{type}/config/validate``
 run before anything is written to the config topic. It
 
-1. validates the framework keys (``CONNECTOR_CONFIG_DEF``);
+1. validates the framework keys (``connector_config_def``: Connect 4.1's keys,
+   with the installed plugin versions and the worker's converters as defaults,
+   as Connect shows them), refuses values of keys whose feature this runtime
+   lacks (``unsupported_value``) and checks KIP-891's ``*.plugin.version`` pins;
 2. runs KIP-618's exactly-once checks (see ``_check_exactly_once`` and
    ``_check_transaction_boundary``);
 3. validates the connector's own keys with ``connector.validate(config)``;
@@ -21,6 +24,7 @@ becomes an error message on the key it concerns (``connector.class`` for
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,13 +36,24 @@ from connect_runtime.api.connector import (
 )
 from connect_runtime.config.connector_config import (
     CONNECTOR_CLASS_CONFIG,
-    CONNECTOR_CONFIG_DEF,
     EXACTLY_ONCE_SUPPORT_CONFIG,
+    KEY_CONVERTER_CONFIG,
+    PLUGIN_VERSION_SUFFIX,
+    TOPIC_CREATION_DEFAULT_DEF,
     TRANSACTION_BOUNDARY_CONFIG,
+    VALUE_CONVERTER_CONFIG,
     ExactlyOnceSupportLevel,
     TransactionBoundary,
+    connector_config_def,
+    unsupported_value,
 )
-from connect_runtime.errors import ConnectorContractException
+from connect_runtime.converters import (
+    builtin_converters,
+    connect_class_name,
+    converter_version,
+    resolve_converter_class,
+)
+from connect_runtime.errors import ConfigException, ConnectorContractException
 
 log = logging.getLogger(__name__)
 
@@ -156,6 +171,74 @@ def _check_transaction_boundary(
         "to poll or interval instead.")
 
 
+def _connector_version(connector: SourceConnector) -> str | None:
+    try:
+        return str(connector.version())
+    except Exception:  # a broken version() must not break validation
+        log.warning("Connector %s failed in version()", type(connector).__name__, exc_info=True)
+        return None
+
+
+def _framework_def(connector: SourceConnector, config: dict[str, str],
+                   worker_converters: Mapping[str, str]) -> ConfigDef:
+    """The framework keys for this validation (see step 1 of the module docstring)."""
+    # A worker converter that does not resolve here cannot be a valid default (it
+    # would fail define()); the tasks report it, this validation shows no default.
+    converters = {key: _resolvable(key, worker_converters.get(key)) for key in _CONVERTER_KEYS}
+    versions: dict[str, str | None] = {"connector": _connector_version(connector)}
+    for key in _CONVERTER_KEYS:
+        effective = config.get(key) or converters[key]
+        versions[key] = converter_version(effective) if effective else None
+    framework_def = connector_config_def(versions, converters)
+    if any(key in config for key in TOPIC_CREATION_DEFAULT_DEF.config_keys):
+        framework_def = framework_def.merged(TOPIC_CREATION_DEFAULT_DEF)
+    return framework_def
+
+
+_CONVERTER_KEYS = (KEY_CONVERTER_CONFIG, VALUE_CONVERTER_CONFIG)
+
+
+def _resolvable(key: str, class_name: str | None) -> str | None:
+    if class_name is None:
+        return None
+    try:
+        resolve_converter_class(class_name, key)
+    except ConfigException:
+        return None
+    return class_name
+
+
+def _check_framework_values(framework_def: ConfigDef, framework: dict[str, ConfigValue],
+                            config: dict[str, str], plugin_classes: Mapping[str, str]) -> None:
+    """Unsupported features and KIP-891 version pins, on values that parsed.
+
+    ``plugin_classes`` maps a plugin key (``connector.class``, ``key.converter``,
+    ...) to the class it names, for the messages.
+    """
+    for name, value in framework.items():
+        if value.errors:
+            continue
+        why = unsupported_value(name, value.value)
+        if why is not None:
+            value.add_error_message(why)
+    for plugin_key, class_name in plugin_classes.items():
+        version_key = plugin_key.removesuffix(".class") + PLUGIN_VERSION_SUFFIX
+        installed = framework_def.config_keys[version_key].default
+        version_value = framework[version_key]
+        if installed is not None:
+            version_value.recommended_values = [installed]
+        wanted = config.get(version_key)
+        if wanted is None or version_value.errors or wanted.strip() == installed:
+            continue
+        # Connect reads a bare version as the exact range [v,v]; there is one version here.
+        wanted = wanted.strip()
+        range_ = wanted if wanted[:1] in "[(" else f"[{wanted},{wanted}]"
+        message = (f"Plugin {class_name} not found that matches the version range {range_}, "
+                   f"available versions: [{installed or ''}]")
+        version_value.add_error_message(message)
+        framework[plugin_key].add_error_message(message)
+
+
 def _connector_own(
     connector: SourceConnector, config: dict[str, str], class_value: ConfigValue
 ) -> tuple[ConfigDef, list[ConfigValue]]:
@@ -199,28 +282,45 @@ def _generate_result(
     return ConfigInfos(name, error_count, groups, configs)
 
 
+def _qualified(cls: type) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+# What a UI offers for key.converter/value.converter: the built-ins, as listings name them.
+_CONVERTER_CHOICES = sorted(connect_class_name(c) or _qualified(c) for c in builtin_converters())
+
+
 def validate_connector_config(
-    connector: SourceConnector, config: dict[str, str], worker_eos_support: str
+    connector: SourceConnector, config: dict[str, str], worker_eos_support: str,
+    worker_converters: Mapping[str, str] | None = None,
 ) -> ConfigInfos:
     """Validate ``config`` for ``connector`` (see the module docstring). Never raises
     for a bad config or a misbehaving connector.
 
     ``worker_eos_support`` is the worker's ``exactly.once.source.support``
-    (disabled, preparing or enabled).
+    (disabled, preparing or enabled). ``worker_converters`` holds the worker's
+    ``key.converter`` and ``value.converter``, shown as those keys' defaults.
     """
-    framework = {v.name: v for v in CONNECTOR_CONFIG_DEF.validate(config)}
+    framework_def = _framework_def(connector, config, worker_converters or {})
+    framework = {v.name: v for v in framework_def.validate(config)}
     for key, raw in config.items():
         if raw is None:  # JSON null can reach us from REST despite the type
             framework.setdefault(key, ConfigValue(key)).add_error_message(
                 "Null value can not be supplied as the configuration value.")
+    plugin_classes = {CONNECTOR_CLASS_CONFIG: _qualified(type(connector))}
+    plugin_classes.update({key: str(framework[key].value) for key in _CONVERTER_KEYS
+                           if framework[key].value is not None and not framework[key].errors})
+    _check_framework_values(framework_def, framework, config, plugin_classes)
+    for key in _CONVERTER_KEYS:
+        framework[key].recommended_values = list(_CONVERTER_CHOICES)
     _check_exactly_once(connector, config, framework[EXACTLY_ONCE_SUPPORT_CONFIG],
                         worker_eos_support)
     _check_transaction_boundary(connector, config, framework[TRANSACTION_BOUNDARY_CONFIG])
 
     own_def, own_values = _connector_own(connector, config, framework[CONNECTOR_CLASS_CONFIG])
-    keys = dict(CONNECTOR_CONFIG_DEF.config_keys)
+    keys = dict(framework_def.config_keys)
     keys.update(own_def.config_keys)
-    groups = list(dict.fromkeys(CONNECTOR_CONFIG_DEF.groups() + own_def.groups()))
+    groups = list(dict.fromkeys(framework_def.groups() + own_def.groups()))
     class_name = config.get(CONNECTOR_CLASS_CONFIG) or type(connector).__qualname__
     return _generate_result(class_name, keys, list(framework.values()) + own_values, groups)
 

@@ -144,6 +144,12 @@ WORKER_CONFIG_DEF = (
             "Plugins are importable on the worker and shipped to the Spark executors (one "
             "zip each, SparkContext.addPyFile); ones with compiled extensions must be "
             "installed in the executors' environment instead.")
+    # KIP-558 active topics (GET /connectors/<name>/topics).
+    .define("topic.tracking.enable", Type.BOOLEAN, True, None, Importance.LOW,
+            "Enable tracking the set of active topics per connector during runtime.")
+    .define("topic.tracking.allow.reset", Type.BOOLEAN, True, None, Importance.LOW,
+            "If set to true, it allows user requests to reset the set of active topics per "
+            "connector.")
 )
 
 

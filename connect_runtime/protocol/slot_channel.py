@@ -9,6 +9,8 @@ holds one WebSocket to the worker that submitted it for as long as it runs::
             the KIP-507 signature of the hello JSON (protocol.signing)
 
     slot -> worker   a SlotReport (JSON) when its state changes, at once;
+                     a SlotTopics (JSON) naming the topics its task produced
+                     to (KIP-558 active topics), see :class:`SlotTopics`;
                      an empty frame (keepalive) when nothing was sent for
                      KEEPALIVE_INTERVAL_S
     worker -> slot   a SlotAnswer (JSON) right after the hello, and again
@@ -73,8 +75,10 @@ __all__ = [
     "SlotAnswer",
     "SlotHello",
     "SlotReport",
+    "SlotTopics",
     "channel_url",
     "close_code",
+    "parse_slot_message",
 ]
 
 KEEPALIVE_INTERVAL_S = 3.0
@@ -254,3 +258,41 @@ class SlotAnswer:
         return cls(_choice(m, what, "command", Command), _field(m, what, "restart_seq", int),
                    _field(m, what, "session_key", str, optional=True),
                    bool(_field(m, what, "restart_pending", bool, optional=True)))
+
+
+# ----------------------------------------------------------- active topics (KIP-558)
+
+@dataclass(frozen=True, slots=True)
+class SlotTopics:
+    """Topics the slot's task produced to, whose records are durable (committed in
+    a transaction, or acknowledged by the broker when not exactly-once), since its
+    previous SlotTopics. The worker records those not yet recorded as active.
+
+    A slot sends a topic the first time its task instance makes a record to it
+    durable, and after that at most every few seconds while it keeps producing to
+    it: a topic whose record a user reset reappears once the task produces to it
+    again, as in Kafka Connect.
+    """
+
+    topics: frozenset[str]
+
+    def to_json(self) -> bytes:
+        return orjson.dumps({"active_topics": sorted(self.topics)})
+
+    @classmethod
+    def from_object(cls, message: dict[str, Any]) -> SlotTopics:
+        what = "slot topics"
+        topics = _field(message, what, "active_topics", list)
+        if not all(isinstance(t, str) and t for t in topics):
+            raise InvalidSlotMessage(
+                f"Invalid {what}: 'active_topics' must hold non-empty strings, got {topics!r}")
+        return cls(frozenset(topics))
+
+
+def parse_slot_message(body: bytes) -> SlotReport | SlotTopics:
+    """A non-empty slot -> worker frame: a SlotTopics if it has ``active_topics``,
+    else a SlotReport; raises :class:`InvalidSlotMessage` if it is neither."""
+    message = _object(body, "slot message")
+    if "active_topics" in message:
+        return SlotTopics.from_object(message)
+    return SlotReport.from_json(body)

@@ -60,6 +60,8 @@ class TaskSpec:
     # Session key for signing internal requests (fence), base64; None: unsigned.
     session_key: str | None = field(default=None, repr=False)
     session_key_algorithm: str = "HmacSHA256"
+    # topic.tracking.enable: the task reports the topics it produces to (KIP-558).
+    topic_tracking: bool = True
 
     @property
     def mode(self) -> TaskMode:

@@ -8,6 +8,7 @@ Records (one partition, compacted, read with read_committed)::
     target-state-<name>   {"state":"PAUSED","state.v2":"STOPPED"}  state.v2 wins when present
     tasks-fencing-<name>  {"task-count":N}                         KIP-618 task-count record
     session-key           {"key":<base64>,"algorithm":"HmacSHA256","creation-timestamp":<ms>}
+    logger-cluster-<ns>   {"level":"DEBUG"}                        KIP-976, see on_logger_level
 
 Semantics (Kafka Connect's ``KafkaConfigBackingStore``):
 
@@ -69,8 +70,10 @@ SESSION_KEY_KEY = "session-key"
 # metadata, which librdkafka does not expose): the elected leader writes its REST
 # URL here with its fenced transactional producer, so a zombie cannot overwrite it.
 LEADER_KEY = "leader"
-# Written by Kafka Connect (KIP-745 restarts, KIP-976 logger levels); not modelled here.
-_IGNORED_PREFIXES = ("restart-connector-", "logger-cluster-")
+# KIP-976: a logger level every worker applies when it reads the record.
+LOGGER_CLUSTER_PREFIX = "logger-cluster-"
+# Written by Kafka Connect (KIP-745 restarts); not modelled here.
+_IGNORED_PREFIXES = ("restart-connector-",)
 
 STARTED, PAUSED, STOPPED = "STARTED", "PAUSED", "STOPPED"
 TARGET_STATES = frozenset({STARTED, PAUSED, STOPPED})
@@ -107,6 +110,10 @@ def task_count_record(task_count: int) -> bytes:
 def session_key_record(key: bytes, algorithm: str, creation_ms: int) -> bytes:
     return _json({"key": base64.b64encode(key).decode("ascii"), "algorithm": algorithm,
                   "creation-timestamp": creation_ms})
+
+
+def logger_level_record(level: str) -> bytes:
+    return _json({"level": level})
 
 
 @dataclass(frozen=True)
@@ -238,6 +245,12 @@ class ConfigUpdateListener(Protocol):
 
     def on_session_key_update(self) -> None: ...
 
+    def on_logger_level(self, namespace: str, level: str) -> None:
+        """A ``logger-cluster-<namespace>`` record (KIP-976); ``level`` is as written,
+        unchecked. Records already in the topic at start are not replayed: as in
+        Connect, a worker only applies cluster levels set while it runs."""
+        ...
+
 
 Notification = Callable[[ConfigUpdateListener], None]
 
@@ -306,6 +319,8 @@ class _RecordProcessor:
             return self._task_count(key[len(TASK_COUNT_RECORD_PREFIX):], value)
         if key == SESSION_KEY_KEY:
             return self._session_key(value)
+        if key.startswith(LOGGER_CLUSTER_PREFIX):
+            return self._logger_level(key[len(LOGGER_CLUSTER_PREFIX):], value)
         if key == LEADER_KEY:
             data = _load_dict("leader record", value) if value else None
             url = data.get("url") if data else None
@@ -411,6 +426,21 @@ class _RecordProcessor:
             return None
         self.state.session_key = SessionKey(raw, algorithm, creation)
         return lambda listener: listener.on_session_key_update()
+
+    def _logger_level(self, namespace: str, value: bytes | None) -> Notification | None:
+        # No state: a logger level is an event, applied by whoever hears it.
+        if value is None:
+            log.error("Ignoring logging level for namespace %s: unexpected null value", namespace)
+            return None
+        data = _load_dict(f"logging level for namespace {namespace}", value)
+        if data is None:
+            return None
+        level = data.get("level")
+        if not isinstance(level, str):
+            log.error("Ignoring logging level for namespace %s: 'level' is %r, not a string",
+                      namespace, level)
+            return None
+        return lambda listener: listener.on_logger_level(namespace, level)
 
 
 def read_config_snapshot(
@@ -597,6 +627,10 @@ class ConfigStore:
                         timeout: float = 30.0) -> None:
         self._write([(SESSION_KEY_KEY, session_key_record(key, algorithm, creation_ms))],
                     timeout)
+
+    def put_logger_level(self, namespace: str, level: str, timeout: float = 30.0) -> None:
+        """KIP-976: ask every worker, this one included, to set ``namespace`` to ``level``."""
+        self._write([(LOGGER_CLUSTER_PREFIX + namespace, logger_level_record(level))], timeout)
 
     def _write(self, records: Sequence[tuple[str, bytes | None]], timeout: float) -> None:
         context = f"write {', '.join(k for k, _ in records)} to config topic {self.topic}"

@@ -4,8 +4,12 @@ Keys and values::
 
     status-connector-<connector>
     status-task-<connector>-<task>
-        {"state":"RUNNING","trace":null,"worker_id":"host:8083","generation":3}
+        {"state":"RUNNING","trace":null,"worker_id":"host:8083","generation":3,
+         "version":"0.1.0"}
         or null (a tombstone): the status is deleted
+
+* ``version`` (Connect 4.x, KIP-891) is the connector's or task's ``version()``;
+  null or absent (records of older workers) when unknown.
 
 * A connector name may contain '-', so a task key is split at its *last* '-'.
 * A tombstone for a connector's key removes that connector's task statuses too
@@ -16,8 +20,19 @@ Keys and values::
 * Writes read their own writes: ``put_*`` updates the local view at once, and
   records of the same key older than our write are then ignored when the
   background reader reaches them, so the view never goes back in time.
-* Records this runtime does not model (Connect's ``status-topic-*`` topic
-  tracking) are ignored; malformed records are skipped with a warning.
+* Malformed records are skipped with a warning.
+
+Active topics (KIP-558), one record per topic a connector's tasks produced to::
+
+    status-topic-<topic>:connector-<connector>
+        {"topic":{"name":"orders","connector":"c","task":0,"discoverTimestamp":1700000000000}}
+        or null: the topic is no longer recorded as active (a reset, or the
+        connector was deleted)
+
+* A topic name cannot contain ':' (Kafka allows ``[a-zA-Z0-9._-]``), so a key
+  splits at its first ':'; the connector is what follows ``:connector-``.
+* Topic records are independent of status records: a connector's status
+  tombstone leaves them (Connect writes a tombstone per topic on deletion).
 """
 
 from __future__ import annotations
@@ -25,7 +40,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
@@ -48,6 +63,7 @@ TOPIC_STATUS_PREFIX = "status-topic-"
 STATES = frozenset(
     {"UNASSIGNED", "RUNNING", "PAUSED", "STOPPED", "FAILED", "RESTARTING", "DESTROYED"})
 DESTROYED = "DESTROYED"
+TOPIC_STATUS_SEPARATOR = ":connector-"
 
 
 @dataclass(frozen=True)
@@ -58,6 +74,7 @@ class StatusRecord:
     worker_id: str
     trace: str | None = None
     generation: int = 0
+    version: str | None = None
 
 
 def connector_key(connector: str) -> str:
@@ -77,9 +94,11 @@ def parse_task_key(key: str) -> tuple[str, int] | None:
 
 
 def serialize_status(record: StatusRecord) -> bytes:
-    """Connect's value: state, trace (null if none), worker_id, generation, in that order."""
+    """Connect's value: state, trace (null if none), worker_id, generation, version (null
+    if unknown), in that order."""
     return orjson.dumps({"state": record.state, "trace": record.trace,
-                         "worker_id": record.worker_id, "generation": record.generation})
+                         "worker_id": record.worker_id, "generation": record.generation,
+                         "version": record.version})
 
 
 def parse_status(value: bytes) -> StatusRecord:
@@ -98,7 +117,10 @@ def parse_status(value: bytes) -> StatusRecord:
         raise DataException(f"status value has no integer generation: {value[:200]!r}")
     if trace is not None and not isinstance(trace, str):
         raise DataException(f"status trace is not a string: {value[:200]!r}")
-    return StatusRecord(state, worker, trace, generation)
+    version = data.get("version")
+    if version is not None and not isinstance(version, str):
+        raise DataException(f"status version is not a string: {value[:200]!r}")
+    return StatusRecord(state, worker, trace, generation, version)
 
 
 def _state_name(state: object) -> str:
@@ -108,11 +130,66 @@ def _state_name(state: object) -> str:
     return str(name)
 
 
+# ----- active topics (KIP-558)
+
+@dataclass(frozen=True)
+class TopicStatus:
+    """A topic a connector's task produced to, and when (ms since the epoch) it was
+    first recorded as active."""
+
+    topic: str
+    connector: str
+    task: int
+    discover_timestamp: int
+
+
+def topic_key(topic: str, connector: str) -> str:
+    return f"{TOPIC_STATUS_PREFIX}{topic}{TOPIC_STATUS_SEPARATOR}{connector}"
+
+
+def parse_topic_key(key: str) -> tuple[str, str] | None:
+    """``(topic, connector)`` from ``status-topic-<topic>:connector-<connector>``, or None."""
+    topic, sep, rest = key[len(TOPIC_STATUS_PREFIX):].partition(":")
+    connector_prefix = TOPIC_STATUS_SEPARATOR[1:]
+    if not sep or not topic or not rest.startswith(connector_prefix):
+        return None
+    connector = rest[len(connector_prefix):]
+    return (topic, connector) if connector else None
+
+
+def serialize_topic_status(status: TopicStatus) -> bytes:
+    """Connect's value: ``{"topic": {name, connector, task, discoverTimestamp}}``."""
+    return orjson.dumps({"topic": {"name": status.topic, "connector": status.connector,
+                                   "task": status.task,
+                                   "discoverTimestamp": status.discover_timestamp}})
+
+
+def parse_topic_status(value: bytes) -> TopicStatus:
+    """A TopicStatus from a value; DataException if it is not Connect's format."""
+    try:
+        data = orjson.loads(value)
+    except orjson.JSONDecodeError as e:
+        raise DataException(f"topic status value is not JSON: {value[:200]!r}") from e
+    inner = data.get("topic") if isinstance(data, dict) else None
+    if not isinstance(inner, dict):
+        raise DataException(f"topic status value has no 'topic' object: {value[:200]!r}")
+    name, connector = inner.get("name"), inner.get("connector")
+    task, discovered = inner.get("task"), inner.get("discoverTimestamp")
+    if not isinstance(name, str) or not isinstance(connector, str):
+        raise DataException(f"topic status value has no name/connector: {value[:200]!r}")
+    # bool is an int in Python; a JSON true is not a task number.
+    if not isinstance(task, int) or not isinstance(discovered, int) \
+            or isinstance(task, bool) or isinstance(discovered, bool):
+        raise DataException(
+            f"topic status value has no integer task/discoverTimestamp: {value[:200]!r}")
+    return TopicStatus(name, connector, task, discovered)
+
+
 class StatusStore:
     """Reads and writes the status topic; a local view answers the REST API.
 
     Lifecycle: :meth:`start` (reads to the end once), then reads and writes,
-    then :meth:`stop`. ``put_*``/``delete_connector`` block until the write is
+    then :meth:`stop`. ``put_*``/``delete_*`` block until the write is
     acknowledged (at most ``write_timeout``) and raise a translated
     :class:`~connect_runtime.errors.KafkaClientError` if it fails.
     """
@@ -138,6 +215,7 @@ class StatusStore:
         self._lock = threading.Lock()
         self._connectors: dict[str, StatusRecord] = {}
         self._tasks: dict[str, dict[int, StatusRecord]] = {}
+        self._topics: dict[str, dict[str, TopicStatus]] = {}  # connector -> topic -> status
         # key -> offset of our latest write of it, until the reader gets there.
         self._own_writes: dict[str, int] = {}
         self._log = KafkaBasedLog(topic, clients.consumer_config(), self._admin, self._on_record,
@@ -186,23 +264,23 @@ class StatusStore:
     # ----- writes
 
     def put_connector(self, name: str, state: str, worker_id: str, trace: str | None = None,
-                      generation: int = 0) -> None:
-        self._put(connector_key(name), state, worker_id, trace, generation)
+                      generation: int = 0, version: str | None = None) -> None:
+        self._put(connector_key(name), StatusRecord(state, worker_id, trace, generation, version))
 
     def put_task(self, connector: str, task: int, state: str, worker_id: str,
-                 trace: str | None = None, generation: int = 0) -> None:
-        self._put(task_key(connector, task), state, worker_id, trace, generation)
+                 trace: str | None = None, generation: int = 0,
+                 version: str | None = None) -> None:
+        self._put(task_key(connector, task),
+                  StatusRecord(state, worker_id, trace, generation, version))
 
     def delete_connector(self, name: str, task_count: int) -> None:
         """Tombstone the connector's status and the statuses of tasks 0..task_count-1."""
         keys = [connector_key(name)] + [task_key(name, t) for t in range(task_count)]
         self._write([(k, None) for k in keys])
 
-    def _put(self, key: str, state: str, worker_id: str, trace: str | None,
-             generation: int) -> None:
-        name = _state_name(state)
-        value = (None if name == DESTROYED
-                 else serialize_status(StatusRecord(name, worker_id, trace, generation)))
+    def _put(self, key: str, record: StatusRecord) -> None:
+        name = _state_name(record.state)
+        value = None if name == DESTROYED else serialize_status(replace(record, state=name))
         self._write([(key, value)])
 
     def _write(self, records: list[tuple[str, bytes | None]]) -> None:
@@ -231,6 +309,36 @@ class StatusStore:
                 self._own_writes[key] = msg.offset() or 0
                 self._apply(key, msg.value())
 
+    # ----- active topics (KIP-558)
+
+    def active_topics(self, connector: str) -> dict[str, TopicStatus]:
+        """The topics recorded as active for ``connector``, by name (empty if none)."""
+        with self._lock:
+            return dict(self._topics.get(connector, {}))
+
+    def is_active_topic(self, connector: str, topic: str) -> bool:
+        """Whether ``topic`` is recorded as active for ``connector``: a dict lookup,
+        cheap enough to call for every topic a task reports."""
+        with self._lock:
+            return topic in self._topics.get(connector, {})
+
+    def topic_connectors(self) -> set[str]:
+        """Connectors with at least one active topic recorded."""
+        with self._lock:
+            return set(self._topics)
+
+    def put_topic(self, status: TopicStatus) -> None:
+        """Record ``status.topic`` as active for ``status.connector``."""
+        self._write([(topic_key(status.topic, status.connector),
+                      serialize_topic_status(status))])
+
+    def delete_topics(self, connector: str) -> list[str]:
+        """Tombstone every active topic of ``connector`` in the view; returns their names."""
+        topics = sorted(self.active_topics(connector))
+        if topics:
+            self._write([(topic_key(t, connector), None) for t in topics])
+        return topics
+
     # ----- the reader
 
     def _on_record(self, key: bytes | None, value: bytes | None, partition: int,
@@ -254,7 +362,9 @@ class StatusStore:
             self._apply_connector(key[len(CONNECTOR_STATUS_PREFIX):], value)
         elif key.startswith(TASK_STATUS_PREFIX):
             self._apply_task(key, value)
-        elif not key.startswith(TOPIC_STATUS_PREFIX):
+        elif key.startswith(TOPIC_STATUS_PREFIX):
+            self._apply_topic(key, value)
+        else:
             log.warning("Skipping status record with unknown key %r", key)
 
     def _apply_connector(self, connector: str, value: bytes | None) -> None:
@@ -288,6 +398,26 @@ class StatusStore:
             log.debug("Ignoring stale UNASSIGNED status of %s in favour of %s", key, current)
             return
         tasks[task] = record
+
+    def _apply_topic(self, key: str, value: bytes | None) -> None:
+        names = parse_topic_key(key)
+        if names is None:
+            log.warning("Skipping topic status record with malformed key %r", key)
+            return
+        topic, connector = names
+        if value is None:
+            topics = self._topics.get(connector)
+            if topics is not None:
+                topics.pop(topic, None)
+                if not topics:
+                    del self._topics[connector]
+            return
+        try:
+            status = parse_topic_status(value)
+        except DataException as e:
+            log.warning("Skipping topic status record %s: %s", key, e)
+            return
+        self._topics.setdefault(connector, {})[topic] = status
 
     @staticmethod
     def _parse(what: str, value: bytes) -> StatusRecord | None:

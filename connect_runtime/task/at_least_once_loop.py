@@ -182,6 +182,8 @@ class AtLeastOnceTaskLoop(TaskLoop):
         self.producer.poll(timeout)
         submitted = self._submitted
         self.stats.records_acknowledged = submitted.acknowledged
+        if self._active_topics is not None:  # KIP-558: acknowledged records' topics
+            self._active_topics.durable(submitted.acked_topics)
         if self._failing:  # the task is failing: no more task calls, no second error
             submitted.take_acknowledged()
             submitted.advance()

@@ -266,6 +266,8 @@ class ExactlyOnceTaskLoop(TaskLoop):
         written = self._write_offsets()  # step 3
         self._mirror_tombstones_first(written, deadline)
         self._commit(deadline)  # step 4
+        if self._active_topics is not None:  # KIP-558: the records' topics are now durable
+            self._active_topics.durable(self._sender.used_topics)
         size = self._txn_size
         self.stats.record_commit(size)
         self._finish_records()  # steps 5 and 6
@@ -341,6 +343,9 @@ class ExactlyOnceTaskLoop(TaskLoop):
             raise translate_kafka_error(e, f"abort_transaction for task {self.label}") from e
         self._in_txn = False
         self.stats.aborted += 1
+        # The aborted records' topics are not active; a topic reported before is
+        # collected again when a record goes to it.
+        self._sender.used_topics.clear()
         if self._wants_metadata:
             records = self._txn_records
             self._txn_records, self._txn_metadata = [], []

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, ClassVar, Self, assert_never
 
 from connect_runtime.api.task import SourceTask
 from connect_runtime.protocol.task_spec import TaskMode
+from connect_runtime.task.active_topics import ActiveTopicReporter
 from connect_runtime.task.record_sender import RecordSender
 
 if TYPE_CHECKING:
@@ -92,7 +93,9 @@ class LoopDeps:
     ``create_topic`` (KIP-158) go to the loop's :class:`RecordSender`.
     ``offset_mirror`` copies offsets to the global offsets topic when the
     connector has its own; ``on_paused(True/False)`` reports entering and
-    leaving a pause.
+    leaving a pause. ``on_topics`` (None: topic tracking is off) hears the
+    topics the task's durable records went to (KIP-558, see
+    :mod:`~connect_runtime.task.active_topics`); it must not block.
     """
 
     label: str
@@ -107,6 +110,7 @@ class LoopDeps:
     offset_mirror: GlobalOffsetMirror | None = None
     on_paused: Callable[[bool], None] | None = None
     create_topic: Callable[[str], None] | None = None
+    on_topics: Callable[[frozenset[str]], None] | None = None
 
 
 class TaskLoop(ABC):
@@ -134,6 +138,9 @@ class TaskLoop(ABC):
             create_topic=deps.create_topic)
         # Overriding commit_record is what makes per-record metadata worth its cost.
         self._wants_metadata = type(deps.task).commit_record is not SourceTask.commit_record
+        # Subclasses call durable(<topics of durable records>) where records become durable.
+        self._active_topics = (None if deps.on_topics is None
+                               else ActiveTopicReporter(deps.on_topics))
 
     @classmethod
     @abstractmethod

@@ -22,6 +22,10 @@ Contract of :meth:`RecordSender.send` and ``send_batch``, per record, in this or
    on), any other client error is translated once (:func:`translate_kafka_error`).
 
 Nothing here blocks on the broker except the queue-full wait.
+
+:attr:`RecordSender.used_topics` collects the topics records were produced to
+since its owner last cleared it (KIP-558 active topics): the per-record check of
+step 1 looks a topic up in it, so collecting them costs nothing per record.
 """
 
 from __future__ import annotations
@@ -68,12 +72,15 @@ class RecordSender:
         self._key_fast = fast_encoder(key_converter)
         self._value_fast = fast_encoder(value_converter)
         self._checked_topics: set[str] = set()
+        # Topics produced to since the owner last cleared this set (it may clear
+        # it any time on the loop's thread); each was checked (step 1) first.
+        self.used_topics: set[str] = set()
 
     def send(self, record: SourceRecord, on_delivery: DeliveryCallback | None) -> None:
         """Steps 1-3 of the module doc. Raises DataException or KafkaClientError."""
         topic = record.topic
-        if type(topic) is not str or topic not in self._checked_topics:
-            self._check_topic(topic)
+        if type(topic) is not str or topic not in self.used_topics:
+            self._use_topic(topic)
         key, value = self._convert(record, topic)
         self._produce(record, topic, value, key, on_delivery)
 
@@ -82,7 +89,7 @@ class RecordSender:
         path, where one commit confirms the whole transaction.
 
         The same steps, written once per batch instead of once per record: the
-        producer, the converters and the checked topics are looked up once, a
+        producer, the converters and the used topics are looked up once, a
         None key or value skips its converter (every converter maps None to None),
         a built-in converter's C encoder (:func:`fast_encoder`) is called
         directly, and ``produce`` gets positional arguments only (keyword arguments
@@ -95,11 +102,11 @@ class RecordSender:
         key_fast, value_fast = self._key_fast, self._value_fast
         key_converter = self.key_converter.from_connect
         value_converter = self.value_converter.from_connect
-        checked = self._checked_topics
+        used = self.used_topics
         for record in records:
             topic = record.topic
-            if type(topic) is not str or topic not in checked:
-                self._check_topic(topic)
+            if type(topic) is not str or topic not in used:
+                self._use_topic(topic)
             key, value = record.key, record.value
             try:
                 if key is not None:
@@ -169,6 +176,12 @@ class RecordSender:
                 except Exception as e:
                     raise translate_kafka_error(
                         e, f"write offsets to {topic!r} for task {self.label}") from e
+
+    def _use_topic(self, topic: Any) -> None:
+        """Step 1 for a topic not in ``used_topics``: check it once ever, then add it."""
+        if type(topic) is not str or topic not in self._checked_topics:
+            self._check_topic(topic)
+        self.used_topics.add(topic)
 
     def _check_topic(self, topic: Any) -> None:
         if not isinstance(topic, str) or not topic:

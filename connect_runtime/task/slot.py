@@ -75,6 +75,7 @@ def _run_instance(spec: TaskSpec, control: SlotControl) -> Outcome | None:
             key_converter=started.key_converter, value_converter=started.value_converter,
             signals=signals, offset_mirror=mirror, create_topic=started.create_topic,
             on_paused=lambda p: control.report(State.PAUSED if p else State.RUNNING),
+            on_topics=control.report_topics if spec.topic_tracking else None,
         )
         # EXACTLY_ONCE (exactly.once.source.support=enabled): transactions;
         # AT_LEAST_ONCE (disabled or preparing): Connect's WorkerSourceTask.

@@ -2,8 +2,9 @@
 
 A :class:`SlotControl` keeps the slot's channel to its worker open
 (:mod:`connect_runtime.protocol.slot_channel`) on two background threads: the
-*writer* connects (and reconnects), sends the slot's state when it changes and
-a keepalive when nothing else was sent; the *reader* applies what the worker
+*writer* connects (and reconnects), sends the slot's state when it changes, the
+topics its task produced to when the task loop reports some (KIP-558), and a
+keepalive when nothing else was sent; the *reader* applies what the worker
 pushes (run, pause, stop, restart, a new session key) to the running task
 loop's :class:`~connect_runtime.task.loop.LoopSignals`.
 """
@@ -35,6 +36,7 @@ from connect_runtime.protocol.slot_channel import (
     SlotAnswer,
     SlotHello,
     SlotReport,
+    SlotTopics,
     channel_url,
 )
 from connect_runtime.protocol.states import State, check_transition
@@ -81,6 +83,7 @@ class SlotControl:
         self._answered = False  # on the current connection
         self.changed = threading.Condition()
         self._state_lock = threading.Lock()
+        self._topics: set[str] = set()  # reported by the task loop, not yet sent
         self._closed = threading.Event()
         self._report_now = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True,
@@ -96,6 +99,13 @@ class SlotControl:
         """
         with self._state_lock:
             self.state, self.trace = check_transition(self.state, state), trace
+        self._report_now.set()
+
+    # Called from the task loop's thread (LoopDeps.on_topics); never blocks on the network.
+    def report_topics(self, topics: frozenset[str]) -> None:
+        """Send ``topics`` (the task produced to them, KIP-558) to the worker soon."""
+        with self._state_lock:
+            self._topics |= topics
         self._report_now.set()
 
     def wait_for_answer(self) -> None:
@@ -171,11 +181,14 @@ class SlotControl:
                 with self._state_lock:
                     current = (self.state, self.trace, self.fenced)
                     restart_seq = self.restart_seq
+                    topics, self._topics = self._topics, set()
+                if topics:
+                    self._send_topics(ws, topics)
                 if current != sent:
                     ws.send(SlotReport(state=current[0], trace=current[1],
                                        restart_seq=restart_seq, fenced=current[2]).to_json())
                     sent = current
-                elif not closing:
+                elif not closing and not topics:
                     ws.send(KEEPALIVE)
                 if closing:
                     return
@@ -183,6 +196,15 @@ class SlotControl:
                 self._report_now.clear()
         except ConnectionClosed:
             return
+
+    def _send_topics(self, ws: ClientConnection, topics: set[str]) -> None:
+        """Send ``topics``; kept for the next connection if this one is closed."""
+        try:
+            ws.send(SlotTopics(frozenset(topics)).to_json())
+        except ConnectionClosed:
+            with self._state_lock:
+                self._topics |= topics
+            raise
 
     # Reader thread.
     def _read(self, ws: ClientConnection) -> None:

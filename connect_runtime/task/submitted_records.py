@@ -66,6 +66,7 @@ class SubmittedRecord:
             return
         self.acked = True
         owner.acknowledged += 1
+        owner.acked_topics.add(self.record.topic)
         if self.key is not None:
             owner._dirty.add(self.key)
         if owner.keep_metadata:
@@ -94,6 +95,9 @@ class SubmittedRecords:
         self.keep_metadata = keep_metadata
         self.in_flight = 0
         self.acknowledged = 0
+        # Topics of acknowledged records since the owner last cleared the set
+        # (KIP-558 active topics); the owner may clear it on the loop's thread.
+        self.acked_topics: set[str] = set()
         self.failure: DeliveryFailure | None = None
         self._queues: dict[bytes, deque[SubmittedRecord]] = {}
         self._dirty: set[bytes] = set()  # queues that got an ack since the last advance()

@@ -1,9 +1,12 @@
 """The REST routes, one module per job.
 
 * ``root``: ``GET /`` and ``GET /health``.
-* ``connectors``: connector CRUD, task configs, offsets.
+* ``connectors``: connector CRUD, task configs.
+* ``offsets``: a connector's source offsets: read, alter, reset (KIP-875).
 * ``lifecycle``: status, restart, pause, resume, stop.
+* ``topics``: a connector's active topics, read and reset (KIP-558).
 * ``plugins``: ``/connector-plugins``.
+* ``loggers``: ``/admin/loggers``, the workers' logger levels (KIP-495, KIP-976).
 * ``internal``: worker-to-worker endpoints, hidden from OpenAPI.
 * ``task_control``: task-slot endpoints for Spark executors, passed to
   ``create_app`` through ``extra_routers`` (so also hidden).

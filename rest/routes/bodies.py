@@ -18,6 +18,7 @@ from typing import Any, cast
 from fastapi import Request
 
 from connect_runtime.errors import BadRequestException
+from connect_runtime.rest.routes.media import unsupported_media_type
 
 __all__ = [
     "CONFIG_MAP_SCHEMA",
@@ -27,6 +28,7 @@ __all__ = [
     "optional_string",
     "read_json",
     "read_json_object",
+    "with_numbers",
 ]
 
 CONFIG_MAP_SCHEMA: dict[str, Any] = {"type": "object", "additionalProperties": {"type": "string"}}
@@ -63,8 +65,14 @@ def _json_type(value: Any) -> str:
 
 
 async def read_json(request: Request) -> Any:
-    """The request body as JSON, numbers kept as their JSON text (see module docstring)."""
+    """The request body as JSON, numbers kept as their JSON text (see module docstring).
+
+    A body sent without a ``Content-Type`` is a 415, as in Connect (see
+    :mod:`connect_runtime.rest.routes.media`).
+    """
     raw = await request.body()
+    if raw and "content-type" not in request.headers:
+        raise unsupported_media_type()
     if not raw.strip():
         raise BadRequestException("Request body is missing; expected a JSON document")
     try:
@@ -142,3 +150,19 @@ def _string_map(value: Any, context: str, *, allow_null: bool) -> dict[str, str 
                 f"but key '{key}' has {_json_type(item)} value")
         out[key] = text
     return out
+
+
+def with_numbers(value: Any) -> Any:
+    """``value`` with the JSON numbers :func:`read_json` kept as text turned into numbers.
+
+    For bodies whose numbers are data, not config text (KIP-875 offsets): integers
+    stay exact ints, anything with a fraction or exponent becomes a float.
+    """
+    if isinstance(value, _JsonNumber):
+        text = str(value)
+        return float(text) if any(c in text for c in ".eE") else int(text)
+    if isinstance(value, dict):
+        return {key: with_numbers(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [with_numbers(item) for item in value]
+    return value

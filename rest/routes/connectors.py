@@ -1,4 +1,4 @@
-"""Connector configuration: list, create, read, reconfigure, delete; task configs; offsets.
+"""Connector configuration: list, create, read, reconfigure, delete; task configs.
 
 Shapes and codes follow Kafka Connect's ``ConnectorsResource``:
 
@@ -10,7 +10,7 @@ Shapes and codes follow Kafka Connect's ``ConnectorsResource``:
 * ``DELETE /connectors/<name>`` -> 204.
 
 Lifecycle operations (status, restart, pause, ...) live in
-``connect_runtime.rest.routes.lifecycle``.
+``connect_runtime.rest.routes.lifecycle``, offsets in ``...routes.offsets``.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from fastapi.responses import JSONResponse
 
 from connect_runtime.cluster.herder_api import Herder
 from connect_runtime.errors import BadRequestException, NotFoundException
+from connect_runtime.rest.openapi import errors
 from connect_runtime.rest.routes.bodies import (
     CONFIG_MAP_SCHEMA,
     config_map,
@@ -118,6 +119,7 @@ def _initial_state(body: dict[str, Any]) -> str | None:
 
 
 @router.post("", status_code=201, summary="Create a connector",
+             responses=errors(400, 409, 415),
              openapi_extra=openapi_body(_CREATE_SCHEMA))
 async def create_connector(request: Request, herder: HerderDep) -> JSONResponse:
     body = await read_json_object(request)
@@ -137,24 +139,27 @@ async def create_connector(request: Request, herder: HerderDep) -> JSONResponse:
     return JSONResponse(info.to_dict(), 201, headers={"Location": connector_location(name)})
 
 
-@router.get("/{name}", summary="A connector's config, tasks and type")
+@router.get("/{name}", summary="A connector's config, tasks and type", responses=errors(404))
 async def get_connector(name: str, herder: HerderDep) -> JSONResponse:
     info = await run_in_threadpool(herder.connector_info, name)
     return JSONResponse(info.to_dict())
 
 
-@router.delete("/{name}", status_code=204, summary="Delete a connector")
+@router.delete("/{name}", status_code=204, summary="Delete a connector",
+                responses=errors(404, 409))
 async def delete_connector(name: str, herder: HerderDep) -> Response:
     await run_in_threadpool(herder.delete_connector, name)
     return Response(status_code=204)
 
 
-@router.get("/{name}/config", summary="A connector's configuration")
+@router.get("/{name}/config", summary="A connector's configuration", responses=errors(404))
 async def get_connector_config(name: str, herder: HerderDep) -> JSONResponse:
     return JSONResponse(await run_in_threadpool(herder.connector_config, name))
 
 
 @router.put("/{name}/config", summary="Create or reconfigure a connector",
+            responses={201: {"description": "Created; Location names the connector"},
+                       **errors(400, 409, 415)},
             openapi_extra=openapi_body(CONFIG_MAP_SCHEMA))
 async def put_connector_config(name: str, request: Request, herder: HerderDep) -> JSONResponse:
     config = config_map(await read_json(request), "Invalid request body")
@@ -167,6 +172,7 @@ async def put_connector_config(name: str, request: Request, herder: HerderDep) -
 
 
 @router.patch("/{name}/config", summary="Merge keys into a connector's configuration",
+              responses=errors(400, 404, 409, 415),
               openapi_extra=openapi_body({"type": "object",
                                           "additionalProperties": {"type": ["string", "null"]}}))
 async def patch_connector_config(name: str, request: Request, herder: HerderDep) -> JSONResponse:
@@ -175,13 +181,8 @@ async def patch_connector_config(name: str, request: Request, herder: HerderDep)
     return JSONResponse(info.to_dict())
 
 
-@router.get("/{name}/tasks", summary="A connector's tasks and their configurations")
+@router.get("/{name}/tasks", summary="A connector's tasks and their configurations",
+            responses=errors(404))
 async def get_task_configs(name: str, herder: HerderDep) -> JSONResponse:
     tasks = await run_in_threadpool(herder.task_configs, name)
     return JSONResponse([task.to_dict() for task in tasks])
-
-
-@router.get("/{name}/offsets", summary="A connector's committed source offsets")
-async def get_offsets(name: str, herder: HerderDep) -> JSONResponse:
-    offsets = await run_in_threadpool(herder.connector_offsets, name)
-    return JSONResponse({"offsets": offsets})

@@ -18,6 +18,7 @@ from fastapi import APIRouter, Query, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 
+from connect_runtime.rest.openapi import errors
 from connect_runtime.rest.routes.params import HerderDep, java_bool, task_id
 
 __all__ = ["router"]
@@ -25,21 +26,24 @@ __all__ = ["router"]
 router = APIRouter(prefix="/connectors", tags=["lifecycle"])
 
 
-@router.get("/{name}/status", summary="The state of a connector and its tasks")
+@router.get("/{name}/status", summary="The state of a connector and its tasks",
+            responses=errors(404))
 async def connector_status(name: str, herder: HerderDep) -> JSONResponse:
     status = await run_in_threadpool(herder.connector_status, name)
     return JSONResponse(status.to_dict())
 
 
-@router.get("/{name}/tasks/{task}/status", summary="The state of one task")
+@router.get("/{name}/tasks/{task}/status", summary="The state of one task",
+            responses=errors(404))
 async def task_status(name: str, task: str, herder: HerderDep) -> JSONResponse:
     status = await run_in_threadpool(herder.task_status, name, task_id(task))
     return JSONResponse(status.to_dict())
 
 
 @router.post("/{name}/restart", summary="Restart a connector, optionally with its tasks",
-             responses={202: {"description": "Restart requested; body is the status"},
-                        204: {"description": "Legacy restart of the connector only"}})
+             status_code=202, response_description="Restart requested; body is the status",
+             responses={204: {"description": "Legacy restart of the connector only"},
+                        **errors(404, 409)})
 async def restart_connector(
     name: str,
     herder: HerderDep,
@@ -60,25 +64,29 @@ async def restart_connector(
     return JSONResponse(status.to_dict(), 202)
 
 
-@router.post("/{name}/tasks/{task}/restart", status_code=204, summary="Restart one task")
+@router.post("/{name}/tasks/{task}/restart", status_code=204, summary="Restart one task",
+             responses=errors(404, 409))
 async def restart_task(name: str, task: str, herder: HerderDep) -> Response:
     await run_in_threadpool(herder.restart_task, name, task_id(task))
     return Response(status_code=204)
 
 
-@router.put("/{name}/pause", status_code=202, summary="Pause a connector and its tasks")
+@router.put("/{name}/pause", status_code=202, summary="Pause a connector and its tasks",
+            response_class=Response, responses=errors(404, 409))
 async def pause_connector(name: str, herder: HerderDep) -> Response:
     await run_in_threadpool(herder.pause_connector, name)
     return Response(status_code=202)
 
 
-@router.put("/{name}/resume", status_code=202, summary="Resume a paused or stopped connector")
+@router.put("/{name}/resume", status_code=202, summary="Resume a paused or stopped connector",
+            response_class=Response, responses=errors(404, 409))
 async def resume_connector(name: str, herder: HerderDep) -> Response:
     await run_in_threadpool(herder.resume_connector, name)
     return Response(status_code=202)
 
 
-@router.put("/{name}/stop", status_code=204, summary="Stop a connector and shut down its tasks")
+@router.put("/{name}/stop", status_code=204, summary="Stop a connector and shut down its tasks",
+            responses=errors(404, 409))
 async def stop_connector(name: str, herder: HerderDep) -> Response:
     await run_in_threadpool(herder.stop_connector, name)
     return Response(status_code=204)

@@ -13,6 +13,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 
 from connect_runtime.errors import BadRequestException
+from connect_runtime.rest.openapi import errors
 from connect_runtime.rest.routes.bodies import (
     CONFIG_MAP_SCHEMA,
     config_map,
@@ -52,12 +53,14 @@ async def list_plugins(
     return JSONResponse([p.to_dict() for p in plugins])
 
 
-@router.get("/{plugin}/config", summary="The configuration keys a plugin defines")
+@router.get("/{plugin}/config", summary="The configuration keys a plugin defines",
+            responses=errors(404))
 async def plugin_config(plugin: str, herder: HerderDep) -> JSONResponse:
     return JSONResponse(await run_in_threadpool(herder.plugin_config, plugin))
 
 
 @router.put("/{plugin}/config/validate", summary="Validate a connector configuration",
+            responses=errors(400, 415),
             openapi_extra=openapi_body(CONFIG_MAP_SCHEMA))
 async def validate_config(plugin: str, request: Request, herder: HerderDep) -> JSONResponse:
     config = config_map(await read_json(request), "Invalid request body")

@@ -24,7 +24,9 @@ async def server_info(herder: HerderDep) -> JSONResponse:
     return JSONResponse(info.to_dict())
 
 
-@router.get("/health", summary="Whether this worker is ready and live")
+@router.get("/health", summary="Whether this worker is ready and live",
+            responses={503: {"description": "Starting: still joining the cluster"},
+                       500: {"description": "Unhealthy: the worker stopped answering"}})
 async def health(herder: HerderDep) -> JSONResponse:
     info = await run_in_threadpool(herder.health)
     # An unexpected status is a herder bug; reporting it as unhealthy keeps

@@ -36,7 +36,9 @@ from connect_runtime.protocol.slot_channel import (
     SlotAnswer,
     SlotHello,
     SlotReport,
+    SlotTopics,
     close_code,
+    parse_slot_message,
 )
 
 log = logging.getLogger(__name__)
@@ -59,6 +61,8 @@ class Slots(Protocol):
     def keepalive(self, channel: Any) -> None: ...
 
     def report(self, channel: Any, report: SlotReport) -> None: ...
+
+    def topics(self, channel: Any, topics: SlotTopics) -> None: ...
 
     def disconnect(self, channel: Any, clean: bool) -> None: ...
 
@@ -138,11 +142,14 @@ def slots_router(host: SlotHost) -> APIRouter:
                     host.registry.keepalive(registered)
                     continue
                 try:
-                    report = SlotReport.from_json(data)
+                    frame = parse_slot_message(data)
                 except BadRequestException as e:
                     await _refuse(websocket, close_code(400), str(e))
                     break
-                host.registry.report(registered, report)
+                if isinstance(frame, SlotTopics):
+                    host.registry.topics(registered, frame)
+                else:
+                    host.registry.report(registered, frame)
         except Exception:  # a broken socket mid-frame: the slot is lost, not the worker
             log.debug("channel of %s-%d failed", connector, task, exc_info=True)
         finally:

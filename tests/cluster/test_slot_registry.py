@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 from connect_runtime.cluster.slot_registry import SlotChannel, SlotRegistry
-from connect_runtime.protocol.slot_channel import Command, SlotAnswer, SlotHello, SlotReport
+from connect_runtime.protocol.slot_channel import (
+    Command,
+    SlotAnswer,
+    SlotHello,
+    SlotReport,
+    SlotTopics,
+)
 from connect_runtime.protocol.states import State
 
 Event = tuple[str, int, State, "str | None"]
@@ -269,3 +275,27 @@ def test_answers_carry_the_session_key_looked_up_once_per_batch() -> None:
     reg.set_paused("c", True)  # one batch of two answers
     assert first.last == second.last == SlotAnswer(Command.PAUSE, 0, session_key="a2V5")
     assert len(lookups) == 1
+
+
+# ----------------------------------------------------------- active topics (KIP-558)
+
+
+def test_topics_of_current_slots_reach_the_listener_and_keep_them_alive() -> None:
+    heard: list[tuple[str, int, frozenset[str]]] = []
+    clock = Clock()
+    reg = SlotRegistry(lambda *_: None, liveness_timeout_s=10.0, clock=clock,
+                       on_topics=lambda c, t, topics: heard.append((c, t, topics)))
+    reg.open("c", generation=1, task_count=1, paused=False)
+    channel, _ = _connect(reg)
+    reg.report(channel, _report(State.RUNNING))
+    clock.now += 8
+    reg.topics(channel, SlotTopics(frozenset({"orders"})))
+    assert heard == [("c", 0, frozenset({"orders"}))]
+    clock.now += 8  # 16 s after the report, 8 after the topics: still alive
+    reg.check_liveness()
+    slot = reg.slot("c", 0)
+    assert slot is not None and slot.connected and not slot.lost
+    # A closed generation (the connector was deleted) speaks for no task.
+    reg.close("c")
+    reg.topics(channel, SlotTopics(frozenset({"late"})))
+    assert heard == [("c", 0, frozenset({"orders"}))]

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+import connect_runtime
 from connect_runtime.api.config_def import Config, ConfigDef, ConfigValue, Range, Type
 from connect_runtime.api.connector import (
     ConnectorTransactionBoundaries,
@@ -82,15 +83,59 @@ def errors(infos: ConfigInfos) -> dict[str, list[str]]:
 # --- CONNECTOR_CONFIG_DEF / ConnectorConfig ---------------------------------
 
 
-def test_framework_keys_and_groups() -> None:
-    assert CONNECTOR_CONFIG_DEF.names() == [
-        "name", "connector.class", "tasks.max", "key.converter", "value.converter",
-        "exactly.once.support", "transaction.boundary", "transaction.boundary.interval.ms",
-        "offsets.storage.topic", "topic.creation.default.replication.factor",
-        "topic.creation.default.partitions",
-    ]
-    assert CONNECTOR_CONFIG_DEF.groups() == ["Common", "Exactly Once Support", "offsets.topic",
-                                             "Topic Creation"]
+# (name, type, default, importance, group, order, width, display name) of every framework
+# key, as Kafka Connect 4.1.1 (exactly.once.source.support=enabled) lists them for
+# FileStreamSourceConnector in GET /connector-plugins/<plugin>/config.
+CONNECT_FRAMEWORK_KEYS = [
+    ("name", "STRING", None, "HIGH", "Common", 1, "MEDIUM", "Connector name"),
+    ("connector.class", "STRING", None, "HIGH", "Common", 2, "LONG", "Connector class"),
+    ("connector.plugin.version", "STRING", None, "MEDIUM", "Common", 3, "MEDIUM",
+     "Connector version"),
+    ("tasks.max", "INT", "1", "HIGH", "Common", 4, "SHORT", "Tasks max"),
+    ("tasks.max.enforce", "BOOLEAN", "true", "LOW", "Common", 5, "SHORT", "Enforce tasks max"),
+    ("key.converter", "CLASS", None, "LOW", "Common", 6, "SHORT", "Key converter class"),
+    ("key.converter.plugin.version", "STRING", None, "LOW", "Common", 7, "SHORT",
+     "Key converter version"),
+    ("value.converter", "CLASS", None, "LOW", "Common", 8, "SHORT", "Value converter class"),
+    ("value.converter.plugin.version", "STRING", None, "LOW", "Common", 9, "SHORT",
+     "Value converter version"),
+    ("header.converter", "CLASS", None, "LOW", "Common", 10, "SHORT", "Header converter class"),
+    ("header.converter.plugin.version", "STRING", None, "LOW", "Common", 11, "SHORT",
+     "Header converter version"),
+    ("transforms", "LIST", "", "LOW", "Transforms", 12, "LONG", "Transforms"),
+    ("predicates", "LIST", "", "LOW", "Predicates", 13, "LONG", "Predicates"),
+    ("config.action.reload", "STRING", "restart", "LOW", "Common", 14, "MEDIUM",
+     "Reload Action"),
+    ("errors.retry.timeout", "LONG", "0", "MEDIUM", "Error Handling", 1, "MEDIUM",
+     "Retry Timeout for Errors"),
+    ("errors.retry.delay.max.ms", "LONG", "60000", "MEDIUM", "Error Handling", 2, "MEDIUM",
+     "Maximum Delay Between Retries for Errors"),
+    ("errors.tolerance", "STRING", "none", "MEDIUM", "Error Handling", 3, "SHORT",
+     "Error Tolerance"),
+    ("errors.log.enable", "BOOLEAN", "false", "MEDIUM", "Error Handling", 4, "SHORT",
+     "Log Errors"),
+    ("errors.log.include.messages", "BOOLEAN", "false", "MEDIUM", "Error Handling", 5, "SHORT",
+     "Log Error Details"),
+    ("topic.creation.groups", "LIST", "", "LOW", "Topic Creation", 1, "LONG",
+     "Topic Creation Groups"),
+    ("exactly.once.support", "STRING", "requested", "MEDIUM", "Exactly Once Support", 2,
+     "SHORT", "Exactly once support"),
+    ("transaction.boundary", "STRING", "poll", "MEDIUM", "Exactly Once Support", 3, "SHORT",
+     "Transaction Boundary"),
+    ("transaction.boundary.interval.ms", "LONG", None, "LOW", "Exactly Once Support", 4,
+     "SHORT", "Transaction boundary interval"),
+    ("offsets.storage.topic", "STRING", None, "LOW", "offsets.topic", 1, "LONG",
+     "Offsets topic"),
+]
+
+
+def test_framework_keys_and_groups_are_connects() -> None:
+    infos = [key.to_info_dict() for key in CONNECTOR_CONFIG_DEF.config_keys.values()]
+    assert [(i["name"], i["type"], i["default_value"], i["importance"], i["group"], i["order"],
+             i["width"], i["display_name"]) for i in infos] == CONNECT_FRAMEWORK_KEYS
+    assert CONNECTOR_CONFIG_DEF.groups() == [
+        "Common", "Transforms", "Predicates", "Error Handling", "Topic Creation",
+        "Exactly Once Support", "offsets.topic"]
     info = CONNECTOR_CONFIG_DEF.config_keys["exactly.once.support"].to_info_dict()
     assert (info["default_value"], info["importance"], info["group"]) == (
         "requested", "MEDIUM", "Exactly Once Support")
@@ -196,11 +241,11 @@ def test_valid_config_has_no_errors_and_connect_shape() -> None:
     body = infos.to_dict()
     assert list(body) == ["name", "error_count", "groups", "configs"]
     assert body["name"] == "Tiny"
-    assert body["groups"] == ["Common", "Exactly Once Support", "offsets.topic",
-                              "Topic Creation", "Tiny"]
+    assert body["groups"] == ["Common", "Transforms", "Predicates", "Error Handling",
+                              "Topic Creation", "Exactly Once Support", "offsets.topic", "Tiny"]
     names = [c["definition"]["name"] for c in body["configs"]]
-    assert names[:11] == CONNECTOR_CONFIG_DEF.names()  # framework keys first
-    assert names[11:] == ["tiny.level"]
+    assert names[:24] == CONNECTOR_CONFIG_DEF.names()  # framework keys first
+    assert names[24:] == ["tiny.level"]
     level = body["configs"][-1]
     assert level["value"] == {"name": "tiny.level", "value": "2", "recommended_values": [],
                               "errors": [], "visible": True}
@@ -343,3 +388,114 @@ def test_connector_boundary_is_checked_even_without_worker_eos() -> None:
     infos = validate_connector_config(tiny(boundaries=ConnectorTransactionBoundaries.UNSUPPORTED),
                                       {**BASE, "transaction.boundary": "connector"}, "disabled")
     assert list(errors(infos)) == ["transaction.boundary"]
+
+
+# --- framework keys of features this runtime lacks; KIP-891 version pins -----------
+
+
+def value_of(infos: ConfigInfos, name: str) -> ConfigValue:
+    return next(value for _, value in infos.configs if value.name == name)
+
+
+def test_defaults_of_unsupported_features_are_accepted() -> None:
+    config = {**BASE, "transforms": "", "predicates": " ", "errors.tolerance": "none",
+              "errors.retry.timeout": "0", "errors.log.enable": "false",
+              "tasks.max.enforce": "true", "topic.creation.groups": "",
+              # These change nothing here: no config providers, no retries, no error log.
+              "config.action.reload": "none", "errors.retry.delay.max.ms": "5",
+              "errors.log.include.messages": "true"}
+    assert errors(validate_connector_config(tiny(), config, "enabled")) == {}
+
+
+@pytest.mark.parametrize(("key", "value", "message"), [
+    ("transforms", "a,b", "transforms are not supported yet by connect-runtime"),
+    ("predicates", "p", "predicates are not supported yet by connect-runtime"),
+    ("errors.tolerance", "all", "tolerating errors is not supported yet by connect-runtime"),
+    ("errors.retry.timeout", "-1",
+     "retrying failed operations is not supported yet by connect-runtime"),
+    ("errors.log.enable", "true", "logging errors is not supported yet by connect-runtime"),
+    ("tasks.max.enforce", "false", "connect-runtime always enforces tasks.max"),
+    ("header.converter", "org.apache.kafka.connect.storage.SimpleHeaderConverter",
+     "header converters are not supported yet by connect-runtime: record headers are "
+     "written as the task gives them"),
+    ("topic.creation.groups", "big", "topic creation groups other than the default are not "
+                                     "supported yet by connect-runtime"),
+])
+def test_other_values_of_unsupported_features_fail_validation(key: str, value: str,
+                                                              message: str) -> None:
+    infos = validate_connector_config(tiny(), {**BASE, key: value}, "enabled")
+    assert errors(infos) == {key: [message]}
+    assert message in format_validation_errors(infos)  # what POST /connectors answers
+
+
+def test_a_malformed_value_gets_its_type_error_not_the_unsupported_one() -> None:
+    infos = validate_connector_config(tiny(), {**BASE, "errors.tolerance": "some"}, "enabled")
+    assert errors(infos) == {"errors.tolerance": [
+        "Invalid value some for configuration errors.tolerance: String must be one of: "
+        "none, all"]}
+
+
+class UpperConverter:
+    """A converter that is not built in: its version is unknown."""
+
+    def configure(self, configs: dict[str, str], is_key: bool) -> None:
+        pass
+
+    def from_connect(self, topic: str, value: Any) -> bytes | None:
+        return None if value is None else str(value).upper().encode()
+
+
+def test_plugin_versions_default_to_the_installed_ones() -> None:
+    worker = {"key.converter": "org.apache.kafka.connect.storage.StringConverter",
+              "value.converter": f"{__name__}.UpperConverter"}
+    infos = validate_connector_config(tiny(), dict(BASE), "enabled", worker)
+    assert errors(infos) == {}
+    keys = {key.name: key for key, _ in infos.configs if key is not None}
+    assert keys["connector.plugin.version"].default == "unknown"  # Tiny has no version()
+    assert keys["key.converter"].default == worker["key.converter"]
+    assert keys["key.converter.plugin.version"].default == connect_runtime.__version__
+    assert keys["value.converter.plugin.version"].default is None  # not ours: unknown
+    connector_version = value_of(infos, "connector.plugin.version")
+    assert (connector_version.value, connector_version.recommended_values) == (
+        "unknown", ["unknown"])
+    assert value_of(infos, "key.converter").recommended_values == [
+        "org.apache.kafka.connect.converters.ByteArrayConverter",
+        "org.apache.kafka.connect.json.JsonConverter",
+        "org.apache.kafka.connect.storage.StringConverter"]
+
+
+def test_a_pinned_version_must_be_the_installed_one() -> None:
+    assert errors(validate_connector_config(
+        tiny(), {**BASE, "connector.plugin.version": "unknown"}, "enabled")) == {}
+    infos = validate_connector_config(
+        tiny(), {**BASE, "connector.plugin.version": "9.9"}, "enabled")
+    message = (f"Plugin {Tiny.__module__}.Tiny not found that matches the version range "
+               "[9.9,9.9], available versions: [unknown]")
+    assert errors(infos) == {"connector.class": [message], "connector.plugin.version": [message]}
+    infos = validate_connector_config(
+        tiny(), {**BASE, "value.converter": "String",
+                 "value.converter.plugin.version": "[1.0,2.0)"}, "enabled")
+    assert errors(infos)["value.converter.plugin.version"] == [
+        "Plugin String not found that matches the version range [1.0,2.0), available "
+        f"versions: [{connect_runtime.__version__}]"]
+
+
+def test_topic_creation_default_keys_are_listed_only_when_set() -> None:
+    plain = validate_connector_config(tiny(), dict(BASE), "enabled")
+    assert not any(key is not None and key.name.startswith("topic.creation.default.")
+                   for key, _ in plain.configs)
+    infos = validate_connector_config(
+        tiny(), {**BASE, "topic.creation.default.partitions": "x"}, "enabled")
+    assert errors(infos) == {"topic.creation.default.partitions": [
+        "Invalid value x for configuration topic.creation.default.partitions: "
+        "Not a number of type INT"]}
+    config = ConnectorConfig({**BASE, "topic.creation.default.partitions": "3",
+                              "topic.creation.default.replication.factor": "1"})
+    assert config.topic_creation() == (3, 1)
+
+
+def test_a_worker_converter_that_does_not_resolve_is_no_default() -> None:
+    infos = validate_connector_config(tiny(), dict(BASE), "enabled",
+                                      {"value.converter": "no.such.Converter"})
+    assert errors(infos) == {}
+    assert value_of(infos, "value.converter").value is None

@@ -14,8 +14,10 @@ from connect_runtime.protocol.slot_channel import (
     SlotAnswer,
     SlotHello,
     SlotReport,
+    SlotTopics,
     channel_url,
     close_code,
+    parse_slot_message,
 )
 from connect_runtime.protocol.states import State
 
@@ -90,3 +92,22 @@ def test_url_follows_the_worker_scheme_and_quotes_the_connector_name() -> None:
 def test_refusals_mirror_http_statuses_and_liveness_outlasts_keepalives() -> None:
     assert close_code(403) == 4403 and close_code(404) == 4404
     assert LIVENESS_TIMEOUT_S >= 3 * KEEPALIVE_INTERVAL_S
+
+
+# ----------------------------------------------------------- active topics (KIP-558)
+
+
+def test_topics_and_reports_share_the_channel_and_parse_apart() -> None:
+    topics = SlotTopics(frozenset({"b", "a"}))
+    assert topics.to_json() == b'{"active_topics":["a","b"]}'
+    assert parse_slot_message(topics.to_json()) == topics
+    assert parse_slot_message(REPORT.to_json()) == REPORT
+
+
+@pytest.mark.parametrize("body", [
+    b'{"active_topics":"a"}', b'{"active_topics":[1]}', b'{"active_topics":[""]}',
+    b'{"active_topics":null}', b"[]", b"nope",
+])
+def test_bad_topics_are_refused(body: bytes) -> None:
+    with pytest.raises(InvalidSlotMessage):
+        parse_slot_message(body)

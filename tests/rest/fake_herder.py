@@ -14,21 +14,26 @@ unless told otherwise. Tests steer it with three knobs:
 
 from __future__ import annotations
 
+import logging
 import threading
 from dataclasses import dataclass, field
 from typing import Any
 
 from connect_runtime.cluster.herder_api import (
+    ActiveTopicsInfo,
     ConnectorInfo,
     ConnectorStateInfo,
     ConnectorTaskId,
     HealthInfo,
+    LoggerLevel,
     PluginInfo,
     ServerInfo,
     StateInfo,
     TaskInfo,
     TaskStateInfo,
+    TopicTracking,
 )
+from connect_runtime.cluster.loggers import LoggerLevels, parse_level
 from connect_runtime.errors import (
     AlreadyExistsException,
     BadRequestException,
@@ -37,6 +42,8 @@ from connect_runtime.errors import (
 )
 
 WORKER_ID = "127.0.0.1:8083"
+# The version every fake connector and task reports in its status (KIP-891).
+PLUGIN_VERSION = "0.1.0"
 SEQUENCE_CLASS = "connect_runtime.connectors.sequence.SequenceSourceConnector"
 
 
@@ -86,6 +93,14 @@ class FakeHerder:
         ]
         self._connectors: dict[str, _Connector] = {}
         self._lock = threading.Lock()
+        # Logger levels: the real rules over a private hierarchy, so tests never
+        # touch the process's logging; ``now_ms`` is the clock of last_modified.
+        self.now_ms = 1_700_000_000_000
+        self.logging = logging.Manager(logging.RootLogger(logging.INFO))
+        self.loggers = LoggerLevels(self.logging, clock=lambda: self.now_ms)
+        # Active topics (KIP-558): the worker's settings, and the topics per connector.
+        self.tracking = TopicTracking(enabled=True, allow_reset=True)
+        self.active_topics: dict[str, set[str]] = {}
 
     # -- steering ---------------------------------------------------------------
 
@@ -121,8 +136,10 @@ class FakeHerder:
 
     def _status(self, name: str) -> ConnectorStateInfo:
         connector = self._get(name)
-        tasks = [TaskStateInfo(n, s, WORKER_ID) for n, s in sorted(connector.task_states.items())]
-        return ConnectorStateInfo(name, StateInfo(connector.state, WORKER_ID), tasks)
+        tasks = [TaskStateInfo(n, s, WORKER_ID, version=PLUGIN_VERSION)
+                 for n, s in sorted(connector.task_states.items())]
+        return ConnectorStateInfo(
+            name, StateInfo(connector.state, WORKER_ID, version=PLUGIN_VERSION), tasks)
 
     # -- Herder -------------------------------------------------------------------
 
@@ -155,7 +172,8 @@ class FakeHerder:
         connector = self._get(name)
         if task not in connector.task_states:
             raise NotFoundException(f"Task {name}-{task} not found")
-        return TaskStateInfo(task, connector.task_states[task], WORKER_ID)
+        return TaskStateInfo(task, connector.task_states[task], WORKER_ID,
+                             version=PLUGIN_VERSION)
 
     def task_configs(self, name: str) -> list[TaskInfo]:
         self._enter("task_configs", name)
@@ -174,7 +192,9 @@ class FakeHerder:
         if "connector.class" not in config:
             raise BadRequestException("Connector config is missing connector.class")
         state = {"PAUSED": "PAUSED", "STOPPED": "STOPPED"}.get(initial_state or "", "RUNNING")
-        self._connectors[name] = _Connector(dict(config), state, self._tasks_for(config))
+        # Like Connect: a connector created PAUSED (or STOPPED) has no tasks yet.
+        tasks = self._tasks_for(config) if state == "RUNNING" else {}
+        self._connectors[name] = _Connector(dict(config), state, tasks)
         return self._info(name)
 
     def put_connector_config(self, name: str, config: dict[str, str]) -> tuple[bool, ConnectorInfo]:
@@ -222,7 +242,9 @@ class FakeHerder:
 
     def resume_connector(self, name: str) -> None:
         self._enter("resume_connector", name, leader_only=True)
-        self._get(name).state = "RUNNING"
+        connector = self._get(name)
+        connector.state = "RUNNING"
+        connector.task_states = connector.task_states or self._tasks_for(connector.config)
 
     def stop_connector(self, name: str) -> None:
         self._enter("stop_connector", name, leader_only=True)
@@ -232,6 +254,23 @@ class FakeHerder:
         self._enter("connector_offsets", name)
         self._get(name)
         return [{"partition": {"task": 0}, "offset": {"seq": 41}}]
+
+    # -- offsets alteration (KIP-875) ----------------------------------------------
+
+    def _modify_offsets(self, method: str, name: str, *args: Any) -> None:
+        self._enter(method, name, *args, leader_only=True)
+        if self._get(name).state != "STOPPED":
+            raise BadRequestException(f"Connector {name} is not STOPPED")
+
+    def alter_connector_offsets(
+        self, name: str, offsets: list[tuple[dict[str, Any], dict[str, Any] | None]]
+    ) -> str:
+        self._modify_offsets("alter_connector_offsets", name, offsets)
+        return "The offsets for this connector have been altered successfully"
+
+    def reset_connector_offsets(self, name: str) -> str:
+        self._modify_offsets("reset_connector_offsets", name)
+        return "The offsets for this connector have been reset successfully"
 
     def connector_plugins(self) -> list[PluginInfo]:
         self._enter("connector_plugins")
@@ -256,3 +295,38 @@ class FakeHerder:
     def fence_zombies(self, name: str) -> None:
         self._enter("fence_zombies", name, leader_only=True)
         self._get(name)
+
+    # -- logger levels (KIP-495, KIP-976) -----------------------------------------
+
+    def logger_levels(self) -> dict[str, LoggerLevel]:
+        self._enter("logger_levels")
+        return self.loggers.all_levels()
+
+    def logger_level(self, name: str) -> LoggerLevel | None:
+        self._enter("logger_level", name)
+        return self.loggers.level(name)
+
+    def set_worker_logger_level(self, namespace: str, level: str) -> list[str]:
+        self._enter("set_worker_logger_level", namespace, level)
+        return self.loggers.set_level(namespace, level)
+
+    def set_cluster_logger_level(self, namespace: str, level: str) -> None:
+        """Checks the level, then needs the leader; applies at once (no config topic)."""
+        name = parse_level(level)
+        self._enter("set_cluster_logger_level", namespace, level, leader_only=True)
+        self.loggers.set_level(namespace, name)
+
+    # -- active topics (KIP-558) --------------------------------------------------
+
+    def topic_tracking(self) -> TopicTracking:
+        self._enter("topic_tracking")
+        return self.tracking
+
+    def connector_active_topics(self, name: str) -> ActiveTopicsInfo:
+        """Any worker answers; an unknown connector has no topics (Connect's 200)."""
+        self._enter("connector_active_topics", name)
+        return ActiveTopicsInfo(name, sorted(self.active_topics.get(name, ())))
+
+    def reset_connector_active_topics(self, name: str) -> None:
+        self._enter("reset_connector_active_topics", name)
+        self.active_topics.pop(name, None)

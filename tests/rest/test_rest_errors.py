@@ -28,6 +28,8 @@ from connect_runtime.rest import create_app
 from connect_runtime.rest.errors import HttpError
 
 CONFIG = {"connector.class": SEQUENCE_CLASS, "topic": "out"}
+# Connect answers 415 to a body without this header (see test_media_types.py).
+JSON_HEADERS = {"content-type": "application/json"}
 
 
 # -- the herder's exceptions ------------------------------------------------------------
@@ -136,7 +138,8 @@ def test_create_with_malformed_body(client: AppClient, body: str, message: str) 
 
 
 def test_body_that_is_not_utf8(client: AppClient) -> None:
-    response = client.put("/connectors/conn/config", content=b'{"a": "\xff"}')
+    response = client.put("/connectors/conn/config", content=b'{"a": "\xff"}',
+                          headers=JSON_HEADERS)
     assert_connect_error(response, 400, "not valid UTF-8")
 
 
@@ -194,7 +197,8 @@ def test_numeric_name_is_coerced_like_jackson(client: AppClient) -> None:
 ])
 def test_config_map_bodies_refuse_wrong_types(client: AppClient, method: str, path: str,
                                               body: str, message: str) -> None:
-    assert_connect_error(client.request(method, path, content=body), 400, message)
+    assert_connect_error(client.request(method, path, content=body, headers=JSON_HEADERS),
+                         400, message)
 
 
 def test_put_config_refuses_null_values_but_patch_takes_them(client: AppClient) -> None:
@@ -271,7 +275,8 @@ def test_no_route_ever_answers_422_or_500_for_bad_input(herder: FakeHerder) -> N
         for method, path in routes:
             for body in _BAD_BODIES:
                 herder.add("conn")  # a DELETE earlier in the sweep may have removed it
-                response = client.request(method, path, content=body, params=_BAD_PARAMS)
+                response = client.request(method, path, content=body, params=_BAD_PARAMS,
+                                          headers=JSON_HEADERS)
                 where = f"{method} {path} body={body!r}"
                 assert response.status_code != 422, where
                 assert response.status_code < 500, (where, response.text)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from fake_herder import SEQUENCE_CLASS, WORKER_ID, FakeHerder
+from fake_herder import PLUGIN_VERSION, SEQUENCE_CLASS, WORKER_ID, FakeHerder
 from rest_checks import AppClient
 
 from connect_runtime.cluster.herder_api import HealthInfo
@@ -48,7 +48,8 @@ def test_expand_status_only(client: AppClient) -> None:
     body = client.get("/connectors", params={"expand": "status"}).json()
     assert list(body) == ["conn"]
     assert list(body["conn"]) == ["status"]
-    assert body["conn"]["status"]["connector"] == {"state": "RUNNING", "worker_id": WORKER_ID}
+    assert body["conn"]["status"]["connector"] == {"state": "RUNNING", "worker_id": WORKER_ID,
+                                                   "version": PLUGIN_VERSION}
     assert [t["id"] for t in body["conn"]["status"]["tasks"]] == [0, 1]
 
 
@@ -219,9 +220,11 @@ def test_connector_status(client: AppClient) -> None:
     assert response.status_code == 200
     assert response.json() == {
         "name": "conn",
-        "connector": {"state": "RUNNING", "worker_id": WORKER_ID},
-        "tasks": [{"id": 0, "state": "RUNNING", "worker_id": WORKER_ID},
-                  {"id": 1, "state": "RUNNING", "worker_id": WORKER_ID}],
+        "connector": {"state": "RUNNING", "worker_id": WORKER_ID, "version": PLUGIN_VERSION},
+        "tasks": [{"id": 0, "state": "RUNNING", "worker_id": WORKER_ID,
+                   "version": PLUGIN_VERSION},
+                  {"id": 1, "state": "RUNNING", "worker_id": WORKER_ID,
+                   "version": PLUGIN_VERSION}],
         "type": "source",
     }
 
@@ -229,7 +232,8 @@ def test_connector_status(client: AppClient) -> None:
 def test_task_status(client: AppClient, herder: FakeHerder) -> None:
     response = client.get("/connectors/conn/tasks/1/status")
     assert response.status_code == 200
-    assert response.json() == {"id": 1, "state": "RUNNING", "worker_id": WORKER_ID}
+    assert response.json() == {"id": 1, "state": "RUNNING", "worker_id": WORKER_ID,
+                               "version": PLUGIN_VERSION}
     assert herder.calls[-1] == ("task_status", ("conn", 1))
 
 

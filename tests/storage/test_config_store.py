@@ -12,7 +12,7 @@ from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 
 from connect_runtime.errors import NotLeaderException, ProducerFencedError
-from connect_runtime.kafka.clients import create_admin, create_producer
+from connect_runtime.kafka.clients import create_producer
 from connect_runtime.kafka.log import read_topic_to_end
 from connect_runtime.kafka.topics import ensure_topic
 from connect_runtime.storage.config_store import (
@@ -22,11 +22,6 @@ from connect_runtime.storage.config_store import (
 )
 
 Records = list[tuple[bytes, bytes | None]]
-
-
-@pytest.fixture
-def admin(kafka_bootstrap: str) -> AdminClient:
-    return create_admin({"bootstrap.servers": kafka_bootstrap})
 
 
 @pytest.fixture

@@ -11,7 +11,6 @@ from confluent_kafka.admin import AdminClient
 
 from connect_runtime.errors import ConfigException, ConnectError, KafkaTimeoutError
 from connect_runtime.kafka.clients import (
-    create_admin,
     create_producer,
     producer_config,
     read_end_offsets,
@@ -24,11 +23,6 @@ from connect_runtime.kafka.topics import (
 )
 
 Record = tuple[bytes | None, bytes | None, int, int]
-
-
-@pytest.fixture
-def admin(kafka_bootstrap: str) -> AdminClient:
-    return create_admin({"bootstrap.servers": kafka_bootstrap})
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
 from connect_runtime.errors import DataException, InvalidOffsetException, KafkaTimeoutError
-from connect_runtime.kafka.clients import create_admin, create_producer
+from connect_runtime.kafka.clients import create_producer
 from connect_runtime.kafka.topics import ensure_topic
 from connect_runtime.storage.offsets.format import (
     deserialize_key,
@@ -49,11 +49,6 @@ KIP_PRESENTED = [
 def by_partition(offsets: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return {orjson.dumps(o["partition"], option=orjson.OPT_SORT_KEYS).decode(): o["offset"]
             for o in offsets}
-
-
-@pytest.fixture
-def admin(kafka_bootstrap: str) -> AdminClient:
-    return create_admin({"bootstrap.servers": kafka_bootstrap})
 
 
 @pytest.fixture

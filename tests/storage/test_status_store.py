@@ -1,4 +1,5 @@
-"""StatusStore against the real broker: Connect's format, read-your-writes, deletes."""
+"""StatusStore against the real broker: Connect's format, read-your-writes, deletes,
+and KIP-558 active-topic records."""
 
 from __future__ import annotations
 
@@ -8,14 +9,21 @@ from enum import Enum
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from connect_runtime.kafka.clients import create_admin, create_producer
+from connect_runtime.errors import DataException
+from connect_runtime.kafka.clients import create_producer
 from connect_runtime.kafka.log import read_topic_to_end
 from connect_runtime.kafka.topics import ensure_topic
 from connect_runtime.storage.status_store import (
     StatusRecord,
     StatusStore,
+    TopicStatus,
+    parse_status,
     parse_task_key,
+    parse_topic_key,
+    parse_topic_status,
+    serialize_topic_status,
     task_key,
+    topic_key,
 )
 
 
@@ -23,11 +31,6 @@ class State(str, Enum):  # noqa: UP042 - the worker's State is exactly this shap
     """Like the worker's state enum: a str Enum whose value is what goes on the wire."""
 
     FAILED = "FAILED"
-
-
-@pytest.fixture
-def admin(kafka_bootstrap: str) -> AdminClient:
-    return create_admin({"bootstrap.servers": kafka_bootstrap})
 
 
 @pytest.fixture
@@ -70,18 +73,21 @@ def test_writes_are_read_back_at_once_and_in_connects_format(
 ) -> None:
     store = stores(topic)
     store.put_connector("my-conn", "RUNNING", "host-a:8083", generation=3)
-    store.put_task("my-conn", 0, State.FAILED, "host-a:8083", trace="Traceback ...", generation=3)
+    store.put_task("my-conn", 0, State.FAILED, "host-a:8083", trace="Traceback ...", generation=3,
+                   version="1.2")
 
     # Read-your-writes: no read_to_end needed.
     assert store.connector_status("my-conn") == StatusRecord("RUNNING", "host-a:8083", None, 3)
     assert store.task_status("my-conn", 0) == StatusRecord("FAILED", "host-a:8083",
-                                                           "Traceback ...", 3)
+                                                           "Traceback ...", 3, "1.2")
+    # Connect 4.1's value (KIP-891 added "version", null when unknown).
     assert raw_records(kafka_bootstrap, admin, topic) == {
         b"status-connector-my-conn":
-            b'{"state":"RUNNING","trace":null,"worker_id":"host-a:8083","generation":3}',
+            b'{"state":"RUNNING","trace":null,"worker_id":"host-a:8083","generation":3,'
+            b'"version":null}',
         b"status-task-my-conn-0":
             b'{"state":"FAILED","trace":"Traceback ...","worker_id":"host-a:8083",'
-            b'"generation":3}',
+            b'"generation":3,"version":"1.2"}',
     }
 
 
@@ -185,3 +191,116 @@ def test_garbage_and_unmodelled_records_are_skipped(
     assert store.connector_status("c") == StatusRecord("RUNNING", "w", None, 1)
     assert store.task_statuses("c") == {}
     assert "Skipping" in caplog.text
+
+
+def test_status_version_is_optional_text() -> None:
+    # Records of workers before KIP-891 have no version: unknown, not malformed.
+    assert parse_status(b'{"state":"RUNNING","trace":null,"worker_id":"w","generation":1}') \
+        == StatusRecord("RUNNING", "w", None, 1, None)
+    assert parse_status(b'{"state":"RUNNING","trace":null,"worker_id":"w","generation":1,'
+                        b'"version":"4.1.1"}').version == "4.1.1"
+    with pytest.raises(DataException, match="version"):
+        parse_status(b'{"state":"RUNNING","worker_id":"w","generation":1,"version":4}')
+
+
+# --------------------------------------------------------------- KIP-558 active topics
+
+# Written by Kafka Connect 4.1.1's FileStreamSourceConnector task, read back from
+# its status topic (key and value bytes exactly as found there).
+CONNECT_KEY = b"status-topic-kip558-probe-topic-a:connector-kip558-probe-a"
+CONNECT_VALUE = (b'{"topic":{"name":"kip558-probe-topic-a","connector":"kip558-probe-a",'
+                 b'"task":0,"discoverTimestamp":1795478663127}}')
+
+
+def test_key_and_value_are_connects() -> None:
+    status = TopicStatus("kip558-probe-topic-a", "kip558-probe-a", 0, 1795478663127)
+    assert topic_key(status.topic, status.connector).encode() == CONNECT_KEY
+    assert serialize_topic_status(status) == CONNECT_VALUE
+    assert parse_topic_status(CONNECT_VALUE) == status
+
+
+@pytest.mark.parametrize(("key", "expected"), [
+    ("status-topic-orders:connector-my-conn", ("orders", "my-conn")),
+    # A connector name may contain ':' and the separator itself; a topic cannot.
+    ("status-topic-t.1_x:connector-a:connector-b", ("t.1_x", "a:connector-b")),
+    ("status-topic-t:c", None),
+    ("status-topic-:connector-c", None),
+    ("status-topic-t:connector-", None),
+    ("status-topic-t", None),
+])
+def test_parse_topic_key(key: str, expected: tuple[str, str] | None) -> None:
+    assert parse_topic_key(key) == expected
+
+
+@pytest.mark.parametrize("value", [
+    b"not json", b"[]", b'{"topic":null}', b'{"topic":{"name":"t"}}',
+    b'{"topic":{"name":"t","connector":"c","task":"0","discoverTimestamp":1}}',
+    b'{"topic":{"name":"t","connector":"c","task":true,"discoverTimestamp":1}}',
+])
+def test_parse_topic_status_rejects_other_shapes(value: bytes) -> None:
+    with pytest.raises(DataException):
+        parse_topic_status(value)
+
+
+def test_put_topic_is_read_back_at_once_and_by_other_workers(
+    kafka_bootstrap: str, admin: AdminClient, topic: str, stores: Callable[[str], StatusStore],
+) -> None:
+    writer = stores(topic)
+    orders = TopicStatus("orders", "c", 1, 1700000000000)
+    writer.put_topic(orders)
+    writer.put_topic(TopicStatus("orders", "c-2", 0, 1700000000001))
+    assert writer.active_topics("c") == {"orders": orders}
+    assert writer.is_active_topic("c", "orders") and not writer.is_active_topic("c", "other")
+    reader = stores(topic)
+    assert reader.active_topics("c") == {"orders": orders}
+    assert reader.topic_connectors() == {"c", "c-2"}
+    assert raw_records(kafka_bootstrap, admin, topic)[
+        b"status-topic-orders:connector-c"] == serialize_topic_status(orders)
+
+
+def test_delete_topics_tombstones_only_that_connectors_topics(
+    kafka_bootstrap: str, admin: AdminClient, topic: str, stores: Callable[[str], StatusStore],
+) -> None:
+    writer, reader = stores(topic), stores(topic)
+    for name in ("a", "b"):
+        writer.put_topic(TopicStatus(name, "gone", 0, 1))
+    writer.put_topic(TopicStatus("a", "kept", 0, 1))
+    assert writer.delete_topics("gone") == ["a", "b"]
+    assert writer.active_topics("gone") == {}
+    assert writer.delete_topics("gone") == []  # nothing left: nothing written
+    reader.read_to_end(30)
+    assert reader.active_topics("gone") == {} and reader.topic_connectors() == {"kept"}
+    raw = raw_records(kafka_bootstrap, admin, topic)
+    assert raw[b"status-topic-a:connector-gone"] is None
+    assert raw[b"status-topic-b:connector-gone"] is None
+
+
+def test_connector_tombstone_leaves_its_topics(
+    topic: str, stores: Callable[[str], StatusStore],
+) -> None:
+    """As in Connect: only per-topic tombstones remove topic records."""
+    store = stores(topic)
+    store.put_connector("c", "RUNNING", "w")
+    store.put_topic(TopicStatus("t", "c", 0, 1))
+    store.delete_connector("c", 0)
+    assert store.connector_status("c") is None
+    assert store.is_active_topic("c", "t")
+
+
+def test_records_written_by_connect_are_read_and_garbage_skipped(
+    kafka_bootstrap: str, topic: str, stores: Callable[[str], StatusStore],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    producer = create_producer({"bootstrap.servers": kafka_bootstrap})
+    for key, value in [
+        (CONNECT_KEY, CONNECT_VALUE),
+        (b"status-topic-x:connector-c", b'{"topic":{"name":"x"}}'),
+        (b"status-topic-y:c", CONNECT_VALUE),
+    ]:
+        producer.produce(topic, key=key, value=value)
+    assert producer.flush(10) == 0
+    store = stores(topic)
+    assert store.active_topics("kip558-probe-a") == {
+        "kip558-probe-topic-a": parse_topic_status(CONNECT_VALUE)}
+    assert store.topic_connectors() == {"kip558-probe-a"}
+    assert "Skipping topic status record" in caplog.text

@@ -187,15 +187,22 @@ _BUILTIN: dict[str, type[Any]] = {
 }
 
 
-def builtin_converters() -> list[type[Any]]:
+def _builtin_converters() -> list[type[Any]]:
     """The converter classes this package ships (each once, whatever its aliases)."""
     return list(dict.fromkeys(_BUILTIN.values()))
 
 
-def connect_class_name(cls: type[Any]) -> str | None:
+def _connect_class_name(cls: type[Any]) -> str | None:
     """Connect's Java class name of built-in converter ``cls``: how listings show it."""
     return next((name for name, found in _BUILTIN.items()
                  if found is cls and name.startswith("org.apache.kafka.")), None)
+
+
+def listed_converter_names() -> list[str]:
+    """The built-in converters as listings name them (Connect's class name, else
+    ``module.Class``), sorted: ``GET /connector-plugins`` and validate's choices."""
+    return sorted(_connect_class_name(c) or f"{c.__module__}.{c.__qualname__}"
+                  for c in _builtin_converters())
 
 
 def converter_class_named(name: str) -> type[Any] | None:

@@ -46,10 +46,9 @@ from connect_runtime.api.config_def import ConfigKey
 from connect_runtime.api.connector import SourceConnector
 from connect_runtime.config.connector_config import connector_config_def
 from connect_runtime.converters import (
-    builtin_converters,
-    connect_class_name,
     converter_class_named,
     converter_config_def,
+    listed_converter_names,
 )
 from connect_runtime.errors import ConfigException, ConnectError, NotFoundException
 
@@ -276,9 +275,9 @@ def list_plugins() -> list[PluginInfo]:
     converters (the package's version). There are no sink connectors, and
     transformations, predicates and header converters do not exist here yet.
     """
-    converters = sorted(connect_class_name(c) or qualified_name(c) for c in builtin_converters())
     return list_connector_plugins() + [
-        PluginInfo(class_name=name, type="converter", version=__version__) for name in converters]
+        PluginInfo(class_name=name, type="converter", version=__version__)
+        for name in listed_converter_names()]
 
 
 def plugin_config_keys(plugin: str) -> list[ConfigKey]:

@@ -44,6 +44,7 @@ import time
 from collections.abc import Callable
 
 from connect_runtime.cluster.herder_api import LoggerLevel
+from connect_runtime.config.properties import java_trim
 from connect_runtime.errors import NotFoundException
 
 log = logging.getLogger(__name__)
@@ -66,10 +67,6 @@ LEVELS: dict[str, int] = {
     "ALL": 1,
 }
 
-# Java's String.trim strips every character up to U+0020; log4j2 trims level names.
-_JAVA_TRIMMED = "".join(chr(code) for code in range(0x21))
-
-
 def parse_level(text: str) -> str:
     """Connect's name for the level ``text`` names; NotFoundException (Connect's
     status and message) if it names none.
@@ -77,7 +74,7 @@ def parse_level(text: str) -> str:
     As log4j2's ``Level.toLevel``: surrounding blanks and case do not matter
     ("  debug" is DEBUG); Python-only names ("WARNING", "CRITICAL") are not levels.
     """
-    name = text.strip(_JAVA_TRIMMED).upper()
+    name = java_trim(text).upper()  # log4j2 trims level names as Java's String.trim
     if name not in LEVELS:
         raise NotFoundException(f"invalid log level '{text}'.")
     return name

@@ -17,6 +17,16 @@ from connect_runtime.errors import ConfigException
 
 ENV_PREFIX = "CONNECT_"
 
+_JAVA_TRIMMED = "".join(chr(code) for code in range(0x21))
+
+
+def java_trim(text: str) -> str:
+    """Java ``String.trim``: strips every character up to U+0020, not just whitespace.
+
+    For text Connect trims that way (connector names in REST bodies, log levels).
+    """
+    return text.strip(_JAVA_TRIMMED)
+
 _ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
 
 

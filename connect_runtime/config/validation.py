@@ -48,9 +48,8 @@ from connect_runtime.config.connector_config import (
     unsupported_value,
 )
 from connect_runtime.converters import (
-    builtin_converters,
-    connect_class_name,
     converter_version,
+    listed_converter_names,
     resolve_converter_class,
 )
 from connect_runtime.errors import ConfigException, ConnectorContractException
@@ -287,7 +286,7 @@ def _qualified(cls: type) -> str:
 
 
 # What a UI offers for key.converter/value.converter: the built-ins, as listings name them.
-_CONVERTER_CHOICES = sorted(connect_class_name(c) or _qualified(c) for c in builtin_converters())
+_CONVERTER_CHOICES = listed_converter_names()
 
 
 def validate_connector_config(

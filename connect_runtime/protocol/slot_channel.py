@@ -220,8 +220,12 @@ class SlotReport:
     @classmethod
     def from_json(cls, body: bytes) -> SlotReport:
         """Parse a report; raises :class:`InvalidSlotMessage` naming the bad field."""
+        return cls.from_object(_object(body, "slot report"))
+
+    @classmethod
+    def from_object(cls, m: dict[str, Any]) -> SlotReport:
+        """A report from its decoded JSON object; see :meth:`from_json`."""
         what = "slot report"
-        m = _object(body, what)
         return cls(state=_choice(m, what, "state", State),
                    trace=_field(m, what, "trace", str, optional=True),
                    restart_seq=_field(m, what, "restart_seq", int, optional=True),
@@ -295,4 +299,4 @@ def parse_slot_message(body: bytes) -> SlotReport | SlotTopics:
     message = _object(body, "slot message")
     if "active_topics" in message:
         return SlotTopics.from_object(message)
-    return SlotReport.from_json(body)
+    return SlotReport.from_object(message)

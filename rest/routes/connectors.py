@@ -23,6 +23,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 
 from connect_runtime.cluster.herder_api import Herder
+from connect_runtime.config.properties import java_trim
 from connect_runtime.errors import BadRequestException, NotFoundException
 from connect_runtime.rest.openapi import errors
 from connect_runtime.rest.routes.bodies import (
@@ -38,7 +39,6 @@ from connect_runtime.rest.routes.params import (
     HerderDep,
     check_connector_name,
     connector_location,
-    java_trim,
 )
 
 log = logging.getLogger(__name__)

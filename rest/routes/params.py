@@ -22,7 +22,6 @@ __all__ = [
     "check_connector_name",
     "connector_location",
     "java_bool",
-    "java_trim",
     "task_id",
 ]
 
@@ -34,9 +33,6 @@ _JAVA_INTEGER = re.compile(r"[+-]?[0-9]+")
 # unreserved ones quote() always keeps. "/" is deliberately absent: a connector
 # named "a/b" must come back as one segment.
 _SEGMENT_SAFE = "!$&'()*+,;=:@"
-
-_JAVA_TRIMMED = "".join(chr(code) for code in range(0x21))
-
 
 def get_herder(request: Request) -> Herder:
     """The herder ``create_app`` stored on the application."""
@@ -51,11 +47,6 @@ def java_bool(value: str | None, default: bool) -> bool:
     if value is None:
         return default
     return value.lower() == "true"
-
-
-def java_trim(text: str) -> str:
-    """Java ``String.trim``: strips every character up to U+0020, not just whitespace."""
-    return text.strip(_JAVA_TRIMMED)
 
 
 def task_id(raw: str) -> int:

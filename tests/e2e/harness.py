@@ -119,10 +119,15 @@ class WorkerProcess:
                 return  # the killed have no children left to find
 
     def stop(self, timeout: float = 60) -> int | None:
-        """SIGTERM, wait (graceful task stop), then SIGKILL the whole process group."""
+        """SIGTERM, wait (graceful task stop), then SIGKILL the whole process group.
+
+        A worker a test left SIGSTOPped is resumed first, so it can stop gracefully.
+        """
         if self.proc is None:
             return None
         if self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGCONT)
             self.proc.send_signal(signal.SIGTERM)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.proc.wait(timeout)

@@ -3,8 +3,6 @@ cluster scope (KIP-976) reaches both through the config topic."""
 
 from __future__ import annotations
 
-import os
-import signal
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,9 +23,6 @@ def cluster(kafka_bootstrap: str, tmp_path: Path) -> Iterator[Cluster]:
     try:
         yield c
     finally:
-        for w in c.workers:
-            if w.proc is not None and w.proc.poll() is None:
-                os.killpg(w.proc.pid, signal.SIGCONT)
         c.stop()
 
 

@@ -27,6 +27,7 @@ from connect_runtime.api.connector import (
     SourceConnector,
 )
 from connect_runtime.api.record import RecordMetadata, SourceRecord
+from connect_runtime.api.schema import Field, Schema, SchemaType, Struct, schema_of
 from connect_runtime.api.task import (
     OffsetStorageReader,
     SourceTask,
@@ -56,6 +57,7 @@ __all__ = [
     "ConnectorTransactionBoundaries",
     "DataException",
     "ExactlyOnceSupport",
+    "Field",
     "Importance",
     "InvalidOffsetException",
     "NonEmptyString",
@@ -63,14 +65,18 @@ __all__ = [
     "Range",
     "RecordMetadata",
     "RetriableException",
+    "Schema",
+    "SchemaType",
     "SourceConnector",
     "SourceRecord",
     "SourceTask",
     "SourceTaskContext",
+    "Struct",
     "TransactionContext",
     "Type",
     "ValidString",
     "Validator",
     "Width",
     "__version__",
+    "schema_of",
 ]

@@ -9,7 +9,7 @@ Connect's envelope with a null schema, which Connect's own JsonConverter reads.
 
 Invariants:
 
-* ``from_connect(topic, None)`` is ``None`` for every converter: a null value
+* ``from_connect(topic, schema, None)`` is ``None`` for every converter: a null value
   stays a tombstone. (The task loops rely on it and do not call a converter
   for a None key or value at all.)
 * ``bytes`` pass through unchanged: a task that already serialized its data is
@@ -23,13 +23,16 @@ from __future__ import annotations
 import codecs
 import importlib
 from collections.abc import Callable
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import orjson
 
 from connect_runtime import __version__
 from connect_runtime.api.config_def import ConfigDef, Importance, Type, Width
 from connect_runtime.errors import ConfigException, DataException
+
+if TYPE_CHECKING:
+    from connect_runtime.api.schema import Schema
 
 
 @runtime_checkable
@@ -40,8 +43,9 @@ class Converter(Protocol):
         """``configs`` is the converter's sub-config, e.g. ``schemas.enable``."""
         ...
 
-    def from_connect(self, topic: str, value: Any) -> bytes | None:
-        """Bytes for Kafka, or None for a null key/value."""
+    def from_connect(self, topic: str, schema: Schema | None, value: Any) -> bytes | None:
+        """Bytes for Kafka, or None for a null key/value. ``schema`` is the record's
+        key or value schema (None: schemaless); ``value`` is valid for it."""
         ...
 
 
@@ -97,7 +101,7 @@ class JsonConverter:
         # orjson raises TypeError for bytes and for anything it cannot encode.
         return None if self._schemas_enable else _dumps
 
-    def from_connect(self, topic: str, value: Any) -> bytes | None:
+    def from_connect(self, topic: str, schema: Schema | None, value: Any) -> bytes | None:
         if value is None:
             return None
         if self._schemas_enable and not isinstance(value, _BYTES_LIKE):
@@ -141,7 +145,7 @@ class StringConverter:
         # str.encode raises TypeError for anything but a str (bytes, numbers, ...).
         return str.encode if codecs.lookup(self._encoding).name == "utf-8" else None
 
-    def from_connect(self, topic: str, value: Any) -> bytes | None:
+    def from_connect(self, topic: str, schema: Schema | None, value: Any) -> bytes | None:
         if value is None:
             return None
         if type(value) is bytes:
@@ -159,7 +163,7 @@ class ByteArrayConverter:
     def configure(self, configs: dict[str, str], is_key: bool) -> None:
         pass
 
-    def from_connect(self, topic: str, value: Any) -> bytes | None:
+    def from_connect(self, topic: str, schema: Schema | None, value: Any) -> bytes | None:
         if value is None or type(value) is bytes:
             return value
         if isinstance(value, _BYTES_LIKE):

@@ -22,32 +22,32 @@ from connect_runtime.errors import ConfigException, DataException
 def test_json_is_schemaless_by_default() -> None:
     c = JsonConverter()
     c.configure({}, is_key=False)
-    assert orjson.loads(c.from_connect("t", {"a": [1, 2.5, None, "x"]}) or b"") == {
+    assert orjson.loads(c.from_connect("t", None, {"a": [1, 2.5, None, "x"]}) or b"") == {
         "a": [1, 2.5, None, "x"]}
-    assert c.from_connect("t", "s") == b'"s"'
-    assert c.from_connect("t", None) is None
+    assert c.from_connect("t", None, "s") == b'"s"'
+    assert c.from_connect("t", None, None) is None
 
 
 def test_json_envelope_when_schemas_enabled() -> None:
     c = load_converter("org.apache.kafka.connect.json.JsonConverter",
                        {"schemas.enable": "TRUE"}, is_key=False)
-    body = c.from_connect("t", {"seq": 1}) or b""
+    body = c.from_connect("t", None, {"seq": 1}) or b""
     assert orjson.loads(body) == {"schema": None, "payload": {"seq": 1}}
-    assert c.from_connect("t", None) is None  # a tombstone stays a tombstone
+    assert c.from_connect("t", None, None) is None  # a tombstone stays a tombstone
 
 
 def test_json_passes_bytes_through_unchanged() -> None:
     c = JsonConverter()
     raw = b'{"already":"json"}'
-    assert c.from_connect("t", raw) is raw
-    assert c.from_connect("t", bytearray(b"ab")) == b"ab"
+    assert c.from_connect("t", None, raw) is raw
+    assert c.from_connect("t", None, bytearray(b"ab")) == b"ab"
 
 
 def test_json_unserializable_value_names_the_topic() -> None:
     with pytest.raises(DataException, match="orders"):
-        JsonConverter().from_connect("orders", {"when": object()})
+        JsonConverter().from_connect("orders", None, {"when": object()})
     with pytest.raises(DataException, match="orders"):
-        JsonConverter().from_connect("orders", {1: "int keys are not JSON"})
+        JsonConverter().from_connect("orders", None, {1: "int keys are not JSON"})
 
 
 def test_json_bad_schemas_enable_names_the_key() -> None:
@@ -57,7 +57,7 @@ def test_json_bad_schemas_enable_names_the_key() -> None:
 
 def test_json_handles_datetimes() -> None:
     value = {"at": datetime.datetime(2024, 1, 2, 3, 4, 5, tzinfo=datetime.UTC)}
-    assert JsonConverter().from_connect("t", value) == b'{"at":"2024-01-02T03:04:05+00:00"}'
+    assert JsonConverter().from_connect("t", None, value) == b'{"at":"2024-01-02T03:04:05+00:00"}'
 
 
 @pytest.mark.parametrize(
@@ -65,15 +65,15 @@ def test_json_handles_datetimes() -> None:
     [("héllo", "héllo".encode()), (42, b"42"), (b"\x00raw", b"\x00raw"), (None, None)],
 )
 def test_string_converter(value: Any, expected: bytes | None) -> None:
-    assert StringConverter().from_connect("t", value) == expected
+    assert StringConverter().from_connect("t", None, value) == expected
 
 
 def test_string_converter_encoding() -> None:
     c = load_converter("org.apache.kafka.connect.storage.StringConverter",
                        {"converter.encoding": "latin-1"}, is_key=True)
-    assert c.from_connect("t", "é") == b"\xe9"
+    assert c.from_connect("t", None, "é") == b"\xe9"
     with pytest.raises(DataException, match="topic t"):
-        c.from_connect("t", "€")
+        c.from_connect("t", None, "€")
     with pytest.raises(ConfigException, match=r"converter\.encoding"):
         StringConverter().configure({"converter.encoding": "klingon"}, is_key=False)
 
@@ -81,12 +81,12 @@ def test_string_converter_encoding() -> None:
 def test_byte_array_converter() -> None:
     c = ByteArrayConverter()
     raw = b"abc"
-    assert c.from_connect("t", raw) is raw
-    assert c.from_connect("t", bytearray(b"x")) == b"x"
-    assert c.from_connect("t", memoryview(b"yz")) == b"yz"
-    assert c.from_connect("t", None) is None
+    assert c.from_connect("t", None, raw) is raw
+    assert c.from_connect("t", None, bytearray(b"x")) == b"x"
+    assert c.from_connect("t", None, memoryview(b"yz")) == b"yz"
+    assert c.from_connect("t", None, None) is None
     with pytest.raises(DataException, match="str"):
-        c.from_connect("t", "text")
+        c.from_connect("t", None, "text")
 
 
 @pytest.mark.parametrize(
@@ -110,13 +110,13 @@ class Upper:
     def configure(self, configs: dict[str, str], is_key: bool) -> None:
         self.suffix = configs.get("suffix", "") + ("-key" if is_key else "")
 
-    def from_connect(self, topic: str, value: Any) -> bytes | None:
+    def from_connect(self, topic: str, schema: Any, value: Any) -> bytes | None:
         return None if value is None else (str(value).upper() + self.suffix).encode()
 
 
 def test_load_user_converter_by_path_and_configure_it() -> None:
     c = load_converter(f"{__name__}.Upper", {"suffix": "!"}, is_key=True)
-    assert c.from_connect("t", "a") == b"A!-key"
+    assert c.from_connect("t", None, "a") == b"A!-key"
 
 
 @pytest.mark.parametrize("is_key", [True, False])
@@ -160,7 +160,7 @@ def test_a_fast_encoder_agrees_with_from_connect_or_refuses(cls: type, configs: 
         except Exception:
             continue
         accepted += 1
-        assert fast == converter.from_connect("t", value), value
+        assert fast == converter.from_connect("t", None, value), value
     assert accepted >= 3
 
 

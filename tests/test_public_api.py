@@ -13,11 +13,13 @@ import connect_runtime
 EXPECTED = {
     "NO_DEFAULT", "CaseInsensitiveValidString", "Config", "ConfigDef", "ConfigException",
     "ConfigKey", "ConfigValue", "ConnectError", "ConnectorContext",
-    "ConnectorTransactionBoundaries", "DataException", "ExactlyOnceSupport", "Importance",
+    "ConnectorTransactionBoundaries", "DataException", "ExactlyOnceSupport", "Field",
+    "Importance",
     "InvalidOffsetException", "NonEmptyString", "OffsetStorageReader", "Range",
-    "RecordMetadata", "RetriableException", "SourceConnector", "SourceRecord", "SourceTask",
-    "SourceTaskContext", "TransactionContext", "Type", "ValidString", "Validator", "Width",
-    "__version__",
+    "RecordMetadata", "RetriableException", "Schema", "SchemaType",
+    "SourceConnector", "SourceRecord", "SourceTask",
+    "SourceTaskContext", "Struct", "TransactionContext", "Type", "ValidString", "Validator",
+    "Width", "__version__", "schema_of",
 }
 
 

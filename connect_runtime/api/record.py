@@ -13,13 +13,20 @@ writes offsets and fails the task with :class:`InvalidOffsetException` if not):
   ``poll()``: the framework holds references until the transaction commits.
 * ``partition`` is the Kafka partition (None lets the producer choose); ``timestamp``
   is epoch milliseconds (None: the producer's time).
+* ``key_schema`` / ``value_schema`` are optional Connect schemas
+  (:mod:`~connect_runtime.api.schema`); when set, the key or value must be a
+  valid value of it. A value that is a dataclass instance needs no schema: the
+  framework derives one with :func:`~connect_runtime.api.schema.schema_of`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from connect_runtime.api.schema import Schema
 
 Primitive = str | int | float | bool | None
 SourcePartition = Mapping[str, Primitive]
@@ -43,6 +50,8 @@ class SourceRecord:
     partition: int | None = None
     headers: Headers | None = None
     timestamp: int | None = None
+    key_schema: Schema | None = None
+    value_schema: Schema | None = None
 
 
 @dataclass(slots=True, frozen=True)

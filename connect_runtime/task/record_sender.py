@@ -33,6 +33,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
+from connect_runtime.api.schema import infer
 from connect_runtime.converters import fast_encoder
 from connect_runtime.errors import DataException, translate_kafka_error
 
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
     from confluent_kafka import Producer
 
     from connect_runtime.api.record import SourceRecord
+    from connect_runtime.api.schema import Schema
     from connect_runtime.converters import Converter
 
 DeliveryCallback = Callable[[Any, Any], None]
@@ -110,9 +112,11 @@ class RecordSender:
             key, value = record.key, record.value
             try:
                 if key is not None:
-                    key = key_fast(key) if key_fast else key_converter(topic, key)
+                    key = (key_fast(key) if key_fast and record.key_schema is None
+                           else key_converter(topic, record.key_schema, key))
                 if value is not None:
-                    value = value_fast(value) if value_fast else value_converter(topic, value)
+                    value = (value_fast(value) if value_fast and record.value_schema is None
+                             else value_converter(topic, record.value_schema, value))
                 converted = True
             except Exception:
                 converted = False
@@ -151,11 +155,16 @@ class RecordSender:
                 raise translate_kafka_error(e, f"produce to {topic!r} by task {self.label}") from e
 
     def _convert(self, record: SourceRecord, topic: str) -> tuple[bytes | None, bytes | None]:
-        """Step 2: (key, value) as bytes; any converter error becomes DataException."""
+        """Step 2: (key, value) as bytes; any converter error becomes DataException.
+
+        A key or value without a schema that is a dataclass instance gets its
+        derived schema and becomes a Struct first (:func:`~connect_runtime.api.schema.infer`).
+        """
         try:
-            key = None if record.key is None else self.key_converter.from_connect(topic, record.key)
-            value = (None if record.value is None
-                     else self.value_converter.from_connect(topic, record.value))
+            key = None if record.key is None else self.key_converter.from_connect(
+                topic, *_with_schema(record.key_schema, record.key))
+            value = None if record.value is None else self.value_converter.from_connect(
+                topic, *_with_schema(record.value_schema, record.value))
         except DataException:
             raise
         except Exception as e:
@@ -196,3 +205,6 @@ class RecordSender:
             self.create_topic(topic)  # KIP-158 topic.creation.default.*; once per topic
         self._checked_topics.add(topic)
 
+
+def _with_schema(schema: Schema | None, value: Any) -> tuple[Schema | None, Any]:
+    return (schema, value) if schema is not None else infer(value)

@@ -441,7 +441,7 @@ class UpperConverter:
     def configure(self, configs: dict[str, str], is_key: bool) -> None:
         pass
 
-    def from_connect(self, topic: str, value: Any) -> bytes | None:
+    def from_connect(self, topic: str, schema: Any, value: Any) -> bytes | None:
         return None if value is None else str(value).upper().encode()
 
 

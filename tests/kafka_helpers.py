@@ -130,7 +130,7 @@ def read_topic(bootstrap: str, topic: str, isolation: str = "read_committed",
                 continue
             value = msg.value()
             out.append({"partition": msg.partition(), "offset": msg.offset(),
-                        "key": msg.key(),
+                        "key": msg.key(), "headers": msg.headers(),
                         "value": orjson.loads(value) if value is not None else None})
     finally:
         consumer.close()

@@ -170,10 +170,12 @@ class AtLeastOnceTaskLoop(TaskLoop):
         for record in batch:
             tracker = track(record)
             try:
-                send(record, tracker)
+                sent = send(record, tracker)
             except BaseException:
                 self._submitted.untrack(tracker)
                 raise
+            if not sent:  # dropped by a transform or error tolerance: done at once
+                tracker.dropped()
         self.stats.records_sent += len(batch)
 
     def _serve_deliveries(self, timeout: float) -> None:

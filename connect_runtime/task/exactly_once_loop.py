@@ -179,8 +179,7 @@ class ExactlyOnceTaskLoop(TaskLoop):
             # The common case: the batch goes out whole, inside one transaction.
             if not self._in_txn:
                 self._begin()  # step 1
-            self._sender.send_batch(batch)  # step 2
-            self._txn_size += len(batch)
+            self._txn_size += self._sender.send_batch(batch)  # step 2
             self._track_offsets(batch)
             return
         after_record = self.boundary.after_record
@@ -197,9 +196,9 @@ class ExactlyOnceTaskLoop(TaskLoop):
         if not self._in_txn:
             self._begin()  # step 1
         callback = self._delivery_callback(len(self._txn_records)) if self._wants_metadata else None
-        self._sender.send(record, callback)  # step 2
-        self._txn_size += 1
-        if self._wants_metadata:
+        if self._sender.send(record, callback):  # step 2
+            self._txn_size += 1
+        if self._wants_metadata:  # a dropped record's metadata stays None
             self._txn_records.append(record)
             self._txn_metadata.append(None)
         if record.source_partition is not None:

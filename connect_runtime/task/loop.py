@@ -49,6 +49,8 @@ if TYPE_CHECKING:
     from connect_runtime.api.record import SourceRecord
     from connect_runtime.converters import Converter
     from connect_runtime.storage.offsets.mirror import GlobalOffsetMirror
+    from connect_runtime.task.error_handler import ErrorHandler
+    from connect_runtime.task.record_sender import HeaderConverter, TransformationChain
     from connect_runtime.task.startup import StartedTask
 
 # How long one wait for a resume blocks before the flags are checked again (and
@@ -89,8 +91,9 @@ class LoopSignals:
 class LoopDeps:
     """What every task loop is built from, whatever its mode.
 
-    ``forbidden_topics`` (the worker's internal topics), the converters and
-    ``create_topic`` (KIP-158) go to the loop's :class:`RecordSender`.
+    ``forbidden_topics`` (the worker's internal topics), the converters,
+    ``create_topic`` (KIP-158), the ``transforms`` chain and the ``errors``
+    handler go to the loop's :class:`RecordSender`.
     ``offset_mirror`` copies offsets to the global offsets topic when the
     connector has its own; ``on_paused(True/False)`` reports entering and
     leaving a pause. ``on_topics`` (None: topic tracking is off) hears the
@@ -111,6 +114,9 @@ class LoopDeps:
     on_paused: Callable[[bool], None] | None = None
     create_topic: Callable[[str], None] | None = None
     on_topics: Callable[[frozenset[str]], None] | None = None
+    header_converter: HeaderConverter | None = None
+    transforms: TransformationChain | None = None
+    errors: ErrorHandler | None = None
 
 
 class TaskLoop(ABC):
@@ -135,7 +141,8 @@ class TaskLoop(ABC):
         self._sender = RecordSender(
             label=deps.label, producer=deps.producer, forbidden_topics=deps.forbidden_topics,
             key_converter=deps.key_converter, value_converter=deps.value_converter,
-            create_topic=deps.create_topic)
+            create_topic=deps.create_topic, header_converter=deps.header_converter,
+            transforms=deps.transforms, errors=deps.errors)
         # Overriding commit_record is what makes per-record metadata worth its cost.
         self._wants_metadata = type(deps.task).commit_record is not SourceTask.commit_record
         # Subclasses call durable(<topics of durable records>) where records become durable.

@@ -10,18 +10,32 @@ per-record delivery tracking.
 
 Contract of :meth:`RecordSender.send` and ``send_batch``, per record, in this order:
 
+0. With transforms (``transforms=...``), the record runs through the chain; a
+   dataclass key or value first becomes a Struct of its derived schema, so
+   transforms see Connect data. A transform or predicate may drop the record:
+   it is then not produced, and its source offset still advances (the loops
+   track offsets from the polled records, not the produced ones).
 1. The topic is checked the first time it is seen: a non-empty string, not one
    of the worker's internal topics (config, status, offsets: a task writing
-   there could corrupt the cluster's state), and created if missing when
-   ``topic.creation.default.*`` is set (KIP-158). A bad topic raises
-   :class:`DataException` before anything is produced.
-2. Key and value are converted with the task's converters (a None key or value
-   stays None without a call); a converter error becomes
-   :class:`DataException` naming the task and topic.
+   there could corrupt the cluster's state), created if missing when
+   ``topic.creation.default.*`` is set (KIP-158), and otherwise required to
+   exist: a missing topic raises :class:`DataException` naming it and the
+   fixes, before anything is produced (without the check, librdkafka fails
+   the whole transaction later with "_INCONSISTENT: message(s) failed delivery").
+2. Key, value and headers are converted with the task's converters (a None key
+   or value stays None without a call; header values that are bytes pass
+   through); a converter error becomes :class:`DataException` naming the task
+   and topic.
 3. The record is produced; a full librdkafka queue is waited out (never spun
    on), any other client error is translated once (:func:`translate_kafka_error`).
 
-Nothing here blocks on the broker except the queue-full wait.
+Steps 0 and 2 run each stage through the task's
+:class:`~connect_runtime.task.error_handler.ErrorHandler` (``errors.*``): with
+``errors.tolerance=all`` a record failing a stage is dropped like a filtered
+one. A failure in step 1 or 3 always fails the task.
+
+Nothing here blocks on the broker except the queue-full wait and step 1's
+first-use check of a topic (one metadata request per topic per task).
 
 :attr:`RecordSender.used_topics` collects the topics records were produced to
 since its owner last cleared it (KIP-558 active topics): the per-record check of
@@ -30,12 +44,14 @@ step 1 looks a topic up in it, so collecting them costs nothing per record.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from connect_runtime.api.schema import infer
 from connect_runtime.converters import fast_encoder
 from connect_runtime.errors import DataException, translate_kafka_error
+from connect_runtime.task.error_handler import ErrorHandler, RecordSkipped
 
 if TYPE_CHECKING:
     from confluent_kafka import Producer
@@ -47,13 +63,47 @@ if TYPE_CHECKING:
 DeliveryCallback = Callable[[Any, Any], None]
 """``on_delivery(err, msg)`` as confluent-kafka calls it, from ``poll``/``flush``."""
 
+T = TypeVar("T")
+
+
+class TransformationChain(Protocol):
+    """What step 0 needs of :class:`connect_runtime.transforms.TransformationChain`."""
+
+    def apply(self, record: SourceRecord,
+              run: Callable[[str, Callable[[], T]], T] | None = None) -> SourceRecord | None:
+        """The transformed record, or None if a transform dropped it; every stage
+        runs as ``run(stage_label, stage)``."""
+        ...
+
+    def close(self) -> None:
+        """Close every transform and predicate (once, when the task ends)."""
+        ...
+
+
+class HeaderConverter(Protocol):
+    """What step 2 needs of a header converter (Connect's ``HeaderConverter``)."""
+
+    def from_connect_header(self, topic: str, header_key: str, schema: Schema | None,
+                            value: Any) -> bytes | None:
+        """The header's bytes."""
+        ...
+
+
 # librdkafka raises BufferError when its local queue is full; waiting this long
 # for deliveries to drain before retrying keeps the loop from spinning.
 QUEUE_FULL_BACKOFF_S = 0.05
+# How long step 1 waits for a topic's metadata; a live broker answers in milliseconds.
+TOPIC_METADATA_TIMEOUT_S = 10.0
 
 
 class RecordSender:
-    """Sends one task's records with its producer (see the module doc for the contract)."""
+    """Sends one task's records with its producer (see the module doc for the contract).
+
+    ``transforms`` (None: no chain), ``header_converter`` (None: header values
+    must be ``str``, ``bytes`` or None, written as UTF-8 and as is) and
+    ``errors`` (None: Connect's defaults, every stage error fails the task)
+    are optional; without them ``send_batch`` keeps its fast path.
+    """
 
     def __init__(
         self,
@@ -64,13 +114,22 @@ class RecordSender:
         key_converter: Converter,
         value_converter: Converter,
         create_topic: Callable[[str], None] | None = None,
+        header_converter: HeaderConverter | None = None,
+        transforms: TransformationChain | None = None,
+        errors: ErrorHandler | None = None,
     ) -> None:
         self.label = label
         self.producer = producer
         self.forbidden_topics = forbidden_topics
         self.key_converter = key_converter
         self.value_converter = value_converter
+        self.header_converter = header_converter
         self.create_topic = create_topic
+        self.transforms = transforms
+        self.errors = errors if errors is not None else ErrorHandler(label=label)
+        # Records go one by one through steps 0-3 with the error handler when a
+        # chain or a non-default errors.* setting needs it; else the fast path.
+        self._processed = transforms is not None or not self.errors.passive
         self._key_fast = fast_encoder(key_converter)
         self._value_fast = fast_encoder(value_converter)
         self._checked_topics: set[str] = set()
@@ -78,28 +137,37 @@ class RecordSender:
         # it any time on the loop's thread); each was checked (step 1) first.
         self.used_topics: set[str] = set()
 
-    def send(self, record: SourceRecord, on_delivery: DeliveryCallback | None) -> None:
-        """Steps 1-3 of the module doc. Raises DataException or KafkaClientError."""
+    def send(self, record: SourceRecord, on_delivery: DeliveryCallback | None) -> bool:
+        """Steps 0-3 of the module doc. False if the record was dropped (by a
+        transform, or skipped by error tolerance): then nothing was produced and
+        ``on_delivery`` will not be called. Raises DataException or KafkaClientError."""
+        if self._processed:
+            return self._send_processed(record, on_delivery)
         topic = record.topic
         if type(topic) is not str or topic not in self.used_topics:
             self._use_topic(topic)
         key, value = self._convert(record, topic)
         self._produce(record, topic, value, key, on_delivery)
+        return True
 
-    def send_batch(self, records: list[SourceRecord]) -> None:
+    def send_batch(self, records: list[SourceRecord]) -> int:
         """``send(record, None)`` for each record, in order: the exactly-once loop's
-        path, where one commit confirms the whole transaction.
+        path, where one commit confirms the whole transaction. Returns how many
+        were produced (the others were dropped).
 
-        The same steps, written once per batch instead of once per record: the
-        producer, the converters and the used topics are looked up once, a
-        None key or value skips its converter (every converter maps None to None),
-        a built-in converter's C encoder (:func:`fast_encoder`) is called
-        directly, and ``produce`` gets positional arguments only (keyword arguments
-        cost confluent-kafka about as much as the produce itself); a record with no
+        Without transforms or error handling, the same steps are written once
+        per batch instead of once per record: the producer, the converters and
+        the used topics are looked up once, a None key or value skips its
+        converter (every converter maps None to None), a built-in converter's C
+        encoder (:func:`fast_encoder`) is called directly for schemaless data,
+        and ``produce`` gets positional arguments only (keyword arguments cost
+        confluent-kafka about as much as the produce itself); a record with no
         Kafka partition, timestamp or headers gets ``produce(topic, value, key)``.
         Whatever the fast path cannot take goes through :meth:`_convert`, the
         converters' full contract.
         """
+        if self._processed:
+            return sum(self._send_processed(record, None) for record in records)
         produce = self.producer.produce
         key_fast, value_fast = self._key_fast, self._value_fast
         key_converter = self.key_converter.from_connect
@@ -127,27 +195,85 @@ class RecordSender:
                 if partition is None and timestamp is None and headers is None:
                     produce(topic, value, key)
                 else:  # positional, in the order _produce documents
+                    if headers is not None:
+                        headers = self._convert_headers(topic, headers)
                     produce(topic, value, key, -1 if partition is None else partition, None,
                             None, timestamp or 0, headers)
                 continue
             except BufferError:
                 pass  # _produce waits for room
+            except DataException:
+                raise
             except Exception as e:
                 raise translate_kafka_error(e, f"produce to {topic!r} by task {self.label}") from e
             self._produce(record, topic, value, key, None)
+        return len(records)
+
+    def _send_processed(self, record: SourceRecord,
+                        on_delivery: DeliveryCallback | None) -> bool:
+        """Steps 0-3 for one record, each stage of 0 and 2 under the error handler."""
+        errors = self.errors
+        result = self._transform(record) if self.transforms is not None else record
+        if result is None:
+            return False
+        transformed = result
+        topic = transformed.topic
+        if type(topic) is not str or topic not in self.used_topics:
+            self._use_topic(topic)
+        try:
+            key = None if transformed.key is None else errors.execute(
+                "KEY_CONVERTER", _class_name(self.key_converter), transformed,
+                lambda: self._convert_one(self.key_converter, topic, transformed.key_schema,
+                                          transformed.key, "key"))
+            value = None if transformed.value is None else errors.execute(
+                "VALUE_CONVERTER", _class_name(self.value_converter), transformed,
+                lambda: self._convert_one(self.value_converter, topic,
+                                          transformed.value_schema, transformed.value, "value"))
+            headers = transformed.headers
+            if headers is not None:
+                headers = errors.execute(
+                    "HEADER_CONVERTER", _class_name(self.header_converter), transformed,
+                    lambda: self._convert_headers(topic, transformed.headers or []))
+        except RecordSkipped:
+            return False
+        if headers is not transformed.headers:
+            transformed = dataclasses.replace(transformed, headers=headers)
+        self._produce(transformed, topic, value, key, on_delivery)
+        return True
+
+    def _transform(self, record: SourceRecord) -> SourceRecord | None:
+        """Step 0: the chain, each stage under the error handler; None if dropped."""
+        assert self.transforms is not None
+        key_schema, key = ((record.key_schema, record.key) if record.key_schema is not None
+                           else infer(record.key))
+        value_schema, value = ((record.value_schema, record.value)
+                               if record.value_schema is not None else infer(record.value))
+        if key is not record.key or value is not record.value:
+            record = dataclasses.replace(record, key=key, key_schema=key_schema, value=value,
+                                         value_schema=value_schema)
+        errors = self.errors
+        try:
+            return self.transforms.apply(
+                record, run=lambda stage, thunk: errors.execute(
+                    "TRANSFORMATION", stage, record, thunk))
+        except RecordSkipped:
+            return None
 
     def _produce(self, record: SourceRecord, topic: str, value: bytes | None,
                  key: bytes | None, on_delivery: DeliveryCallback | None) -> None:
         """Step 3 with every field of the record; waits out a full queue."""
         partition = record.partition if record.partition is not None else -1
         timestamp = record.timestamp or 0
+        headers = record.headers
+        if headers is not None and not self._processed:
+            headers = self._convert_headers(topic, headers)
         while True:
             try:
                 # Positional, in confluent-kafka's order: topic, value, key, partition,
                 # callback, on_delivery (an alias, read only when callback is not
                 # given at all, so the callback goes first), timestamp, headers.
                 self.producer.produce(topic, value, key, partition, on_delivery, None,
-                                      timestamp, record.headers)
+                                      timestamp, headers)
                 return
             except BufferError:
                 self.producer.poll(QUEUE_FULL_BACKOFF_S)
@@ -155,22 +281,61 @@ class RecordSender:
                 raise translate_kafka_error(e, f"produce to {topic!r} by task {self.label}") from e
 
     def _convert(self, record: SourceRecord, topic: str) -> tuple[bytes | None, bytes | None]:
-        """Step 2: (key, value) as bytes; any converter error becomes DataException.
+        """Step 2 for key and value: bytes; any converter error becomes DataException.
 
         A key or value without a schema that is a dataclass instance gets its
         derived schema and becomes a Struct first (:func:`~connect_runtime.api.schema.infer`).
         """
+        key = None if record.key is None else self._convert_one(
+            self.key_converter, topic, record.key_schema, record.key, "key")
+        value = None if record.value is None else self._convert_one(
+            self.value_converter, topic, record.value_schema, record.value, "value")
+        return key, value
+
+    def _convert_one(self, converter: Converter, topic: str, schema: Schema | None,
+                     data: Any, what: str) -> bytes | None:
+        if schema is None:
+            schema, data = infer(data)
         try:
-            key = None if record.key is None else self.key_converter.from_connect(
-                topic, *_with_schema(record.key_schema, record.key))
-            value = None if record.value is None else self.value_converter.from_connect(
-                topic, *_with_schema(record.value_schema, record.value))
+            return converter.from_connect(topic, schema, data)
         except DataException:
             raise
         except Exception as e:
-            raise DataException(f"Task {self.label} could not convert a record for topic "
-                                f"{topic!r}: {e}") from e
-        return key, value
+            raise DataException(f"Task {self.label} could not convert a record's {what} for "
+                                f"topic {topic!r}: {e}") from e
+
+    def _convert_headers(self, topic: str, headers: Any) -> list[tuple[str, Any]]:
+        """Step 2 for headers: bytes and None pass through, other values go through
+        the header converter (without one, ``str`` is written as UTF-8)."""
+        if not isinstance(headers, list):
+            raise DataException(f"Task {self.label} returned a record for topic {topic!r} whose "
+                                f"headers are a {type(headers).__name__}; headers are a list "
+                                "of (key, value) pairs")
+        converter = self.header_converter
+        out: list[tuple[str, Any]] = []
+        for pair in headers:
+            if not (isinstance(pair, tuple) and len(pair) == 2 and isinstance(pair[0], str)):
+                raise DataException(f"Task {self.label} returned a record for topic {topic!r} "
+                                    f"with header {pair!r}; a header is a (str, value) pair")
+            key, value = pair
+            if value is None or type(value) is bytes:
+                out.append(pair)
+            elif converter is not None:
+                try:
+                    out.append((key, converter.from_connect_header(topic, key, None, value)))
+                except DataException:
+                    raise
+                except Exception as e:
+                    raise DataException(f"Task {self.label} could not convert header {key!r} "
+                                        f"of a record for topic {topic!r}: {e}") from e
+            elif type(value) is str:
+                out.append(pair)
+            else:
+                raise DataException(f"Task {self.label} returned a record for topic {topic!r} "
+                                    f"with header {key!r} of type {type(value).__name__}; "
+                                    "without a header converter, header values are str or "
+                                    "bytes")
+        return out
 
     def produce_offsets(self, topic: str, records: Iterable[tuple[bytes, bytes | None]],
                         on_delivery: DeliveryCallback | None = None) -> None:
@@ -203,8 +368,30 @@ class RecordSender:
                 "produce to its own offsets topic or to the cluster's internal topics")
         if self.create_topic is not None:
             self.create_topic(topic)  # KIP-158 topic.creation.default.*; once per topic
+        else:
+            self._require_topic(topic)
         self._checked_topics.add(topic)
 
+    def _require_topic(self, topic: str) -> None:
+        """DataException naming ``topic`` and the fixes if the broker does not have it."""
+        from confluent_kafka import KafkaError
 
-def _with_schema(schema: Schema | None, value: Any) -> tuple[Schema | None, Any]:
-    return (schema, value) if schema is not None else infer(value)
+        try:
+            metadata = self.producer.list_topics(topic, timeout=TOPIC_METADATA_TIMEOUT_S)
+        except Exception as e:
+            raise translate_kafka_error(
+                e, f"metadata for topic {topic!r} (task {self.label})") from e
+        found = metadata.topics.get(topic)
+        error = found.error if found is not None else None
+        if found is None or (error is not None
+                             and error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART):
+            raise DataException(
+                f"Task {self.label} returned a record for topic {topic!r}, which does not "
+                "exist. Create the topic, or let the connector create it by setting "
+                "topic.creation.default.replication.factor and "
+                "topic.creation.default.partitions (KIP-158), or enable "
+                "auto.create.topics.enable on the brokers")
+
+
+def _class_name(obj: object) -> str:
+    return "" if obj is None else f"{type(obj).__module__}.{type(obj).__qualname__}"

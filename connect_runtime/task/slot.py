@@ -26,7 +26,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import traceback
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from connect_runtime.errors import StartupAbandoned
@@ -74,6 +74,8 @@ def _run_instance(spec: TaskSpec, control: SlotControl) -> Outcome | None:
                             started.connector_offsets_topic, spec.status_topic) if t),
             key_converter=started.key_converter, value_converter=started.value_converter,
             signals=signals, offset_mirror=mirror, create_topic=started.create_topic,
+            header_converter=started.header_converter, transforms=started.transforms,
+            errors=started.errors,
             on_paused=lambda p: control.report(State.PAUSED if p else State.RUNNING),
             on_topics=control.report_topics if spec.topic_tracking else None,
         )
@@ -86,7 +88,9 @@ def _run_instance(spec: TaskSpec, control: SlotControl) -> Outcome | None:
     finally:
         control.attach(None, None)
         if started is not None:
-            _stop_task_quietly(spec, started.task)
+            _quietly(spec, "stop()", started.task.stop)
+            if started.transforms is not None:
+                _quietly(spec, "closing its transforms", started.transforms.close)
             _close_producer_quietly(spec, started.producer)
         if mirror is not None:
             mirror.close(10)
@@ -100,11 +104,12 @@ def _close_producer_quietly(spec: TaskSpec, producer: Any) -> None:
         log.info("task %s: producer flush at close failed", spec.task_label, exc_info=True)
 
 
-def _stop_task_quietly(spec: TaskSpec, task: Any) -> None:
+def _quietly(spec: TaskSpec, what: str, action: Callable[[], object]) -> None:
+    """Cleanup must never replace the error that ended the task in its trace."""
     try:
-        task.stop()
+        action()
     except Exception:
-        log.warning("task %s: stop() raised during cleanup", spec.task_label, exc_info=True)
+        log.warning("task %s: %s raised during cleanup", spec.task_label, what, exc_info=True)
 
 
 def _restarting(control: SlotControl) -> None:

@@ -52,11 +52,13 @@ from connect_runtime.protocol.task_spec import TaskMode
 from connect_runtime.storage.config_store import read_config_snapshot
 from connect_runtime.storage.offsets.reader import TaskOffsetStorageReader
 from connect_runtime.task.boundaries import BoundaryPolicy, TaskTransactionContext
+from connect_runtime.task.error_handler import ErrorHandler
 
 if TYPE_CHECKING:
     from confluent_kafka import Producer
 
     from connect_runtime.protocol.task_spec import TaskSpec
+    from connect_runtime.task.record_sender import HeaderConverter, TransformationChain
 
 log = logging.getLogger(__name__)
 
@@ -88,6 +90,9 @@ class StartedTask:
     create_topic: Callable[[str], None] | None = None
     offset_flush_interval_s: float = 60.0
     offset_flush_timeout_s: float = 5.0
+    header_converter: HeaderConverter | None = None
+    transforms: TransformationChain | None = None
+    errors: ErrorHandler | None = None
 
 
 class TaskContext:
@@ -270,6 +275,7 @@ def start_task(spec: TaskSpec, should_stop: Any) -> StartedTask:
             admin_overrides=spec.admin_overrides,
         )
         key_conv, value_conv = _converters(spec, spec.connector_config)
+        transforms = _transformation_chain(connector_config)
         boundary_kind = connector_config.transaction_boundary.value
         # Connect hands regular tasks no transaction context either.
         txn = TaskTransactionContext() if exactly_once and boundary_kind == "connector" else None
@@ -281,6 +287,7 @@ def start_task(spec: TaskSpec, should_stop: Any) -> StartedTask:
     except BaseException:
         producer.flush(1)
         raise
+    errors = ErrorHandler.from_config(connector_config.values, spec.task_label, should_stop)
     return StartedTask(
         mode=spec.mode,
         create_topic=_topic_creator(spec, connector_config),
@@ -295,7 +302,19 @@ def start_task(spec: TaskSpec, should_stop: Any) -> StartedTask:
             conf.get("transaction.timeout.ms", DEFAULT_TRANSACTION_TIMEOUT_MS)) / 1000,
         offset_flush_interval_s=spec.offset_flush_interval_ms / 1000,
         offset_flush_timeout_s=spec.offset_flush_timeout_ms / 1000,
+        transforms=transforms,
+        errors=errors,
     )
+
+
+def _transformation_chain(connector_config: ConnectorConfig) -> TransformationChain | None:
+    """The connector's transforms and predicates, or None when it has none."""
+    if not connector_config.values.get("transforms"):
+        return None
+    from connect_runtime.transforms import TransformationChain as Chain
+
+    chain: TransformationChain = Chain.from_config(connector_config.originals)
+    return chain
 
 
 def _log_ignored_boundary(spec: TaskSpec, connector_config: ConnectorConfig) -> None:

@@ -72,6 +72,18 @@ class SubmittedRecord:
         if owner.keep_metadata:
             owner._keep_metadata(self, msg)
 
+    def dropped(self) -> None:
+        """The record was dropped before ``produce`` (by a transform, or skipped by
+        error tolerance): it counts as done, with no topic and no metadata, so its
+        source offset becomes committable in order like an acknowledged one's."""
+        owner = self._owner
+        owner.in_flight -= 1
+        self.acked = True
+        if self.key is not None:
+            owner._dirty.add(self.key)
+        if owner.keep_metadata:
+            owner._acked_for_task.append(self)
+
 
 @dataclass(frozen=True)
 class DeliveryFailure:

@@ -34,6 +34,7 @@ from connect_runtime.api.task import (
     SourceTaskContext,
     TransactionContext,
 )
+from connect_runtime.api.transform import Predicate, Transformation
 from connect_runtime.errors import (
     ConfigException,
     ConnectError,
@@ -62,6 +63,7 @@ __all__ = [
     "InvalidOffsetException",
     "NonEmptyString",
     "OffsetStorageReader",
+    "Predicate",
     "Range",
     "RecordMetadata",
     "RetriableException",
@@ -73,6 +75,7 @@ __all__ = [
     "SourceTaskContext",
     "Struct",
     "TransactionContext",
+    "Transformation",
     "Type",
     "ValidString",
     "Validator",

@@ -18,8 +18,10 @@ Listings show such a plugin under Connect's name: it is the name existing
 clients look for and create connectors with, and a config using it works on
 both runtimes. The Python class that runs stays accepted everywhere.
 
-:func:`list_plugins` adds the converters (``connect_runtime.converters``) to the
-connectors, in Connect's order of plugin types.
+:func:`list_plugins` adds the transformations and predicates
+(``connect_runtime.transforms.registry``) and the converters
+(``connect_runtime.converters``) to the connectors, in Connect's order of
+plugin types.
 
 A plugin whose module fails to import is skipped with a warning, so one broken
 install does not take every other connector down with it.
@@ -48,9 +50,12 @@ from connect_runtime.config.connector_config import connector_config_def
 from connect_runtime.converters import (
     converter_class_named,
     converter_config_def,
+    header_converter_class_named,
     listed_converter_names,
+    listed_header_converter_names,
 )
 from connect_runtime.errors import ConfigException, ConnectError, NotFoundException
+from connect_runtime.transforms import registry as transforms
 
 log = logging.getLogger(__name__)
 
@@ -271,25 +276,36 @@ def list_plugins() -> list[PluginInfo]:
     """Every plugin this runtime has, as ``GET /connector-plugins?connectorsOnly=false`` shows:
     grouped by type in :data:`PLUGIN_TYPE_ORDER`, sorted by class name within a type.
 
-    Only what really runs is listed: source connectors and the built-in
-    converters (the package's version). There are no sink connectors, and
-    transformations, predicates and header converters do not exist here yet.
+    Only what really runs is listed: source connectors, transformations and
+    predicates (bundled ones under Connect's class names, with the package's
+    version), the built-in converters and header converters. There are no sink
+    connectors.
     """
-    return list_connector_plugins() + [
-        PluginInfo(class_name=name, type="converter", version=__version__)
-        for name in listed_converter_names()]
+    plugins = list_connector_plugins()
+    for kind in transforms.KINDS:
+        plugins += [PluginInfo(class_name=name, type=kind.plugin_type,
+                               version=transforms.version_of(cls))
+                    for name, cls in transforms.known_plugins(kind).items()]
+    plugins += [PluginInfo(class_name=name, type="converter", version=__version__)
+                for name in listed_converter_names()]
+    return plugins + [PluginInfo(class_name=name, type="header_converter", version=__version__)
+                      for name in listed_header_converter_names()]
 
 
 def plugin_config_keys(plugin: str) -> list[ConfigKey]:
     """The keys ``GET /connector-plugins/<plugin>/config`` describes, for any name of a plugin.
 
     A connector: its own keys, then the framework's that it does not redefine
-    (Connect 4.1 does the same). A converter: the keys it reads. Raises
-    NotFoundException if no plugin has that name.
+    (Connect 4.1 does the same). A converter, transformation or predicate: the
+    keys it reads. Raises NotFoundException if no plugin has that name.
     """
-    converter = converter_class_named(plugin)
+    converter = converter_class_named(plugin) or header_converter_class_named(plugin)
     if converter is not None:
         return list(converter_config_def(converter).config_keys.values())
+    found = transforms.find(plugin)
+    if found is not None:
+        instance = transforms.instantiate(found[1], "plugin")
+        return list(transforms.config_def_of(instance).config_keys.values())
     try:
         cls = resolve_connector_class(plugin)
     except ConnectError as e:

@@ -10,6 +10,12 @@ bash deploy/setup.sh
 # ~/.cache/connect-runtime (minutes the first time, instant after).
 echo "== Kubernetes and container tools"
 for tool in helm etcd kube-apiserver dockerd; do bash deploy/kubernetes/tools.sh "$tool" >/dev/null; done
+# The SQL source's tests start Debian's PostgreSQL server (tests/postgres_helpers.py).
+if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+  echo "== installing Debian's postgresql"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >&2 \
+    || { apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >&2; }
+fi
 echo "== ruff" && .venv/bin/ruff check connect_runtime rest connectors tests bench
 echo "== mypy" && bash deploy/typecheck.sh
 echo "== pytest" && exec .venv/bin/python -m pytest -q -p no:cacheprovider "$@"

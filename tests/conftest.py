@@ -5,6 +5,8 @@
   ``CONNECT_TEST_BOOTSTRAP=host:port`` to reuse a broker you already run.
 * ``unique_name``: a fresh name per test, for topics, group ids and connectors,
   so tests sharing the broker never see each other's data.
+* ``postgres``: one real PostgreSQL server per test session, started on first use
+  (``postgres_helpers``); tests take a database each with ``create_database()``.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from kafka_helpers import Broker, free_port_pair
+from postgres_helpers import PostgresServer, postgres_server
 
 
 @pytest.fixture(scope="session")
@@ -31,6 +34,12 @@ def kafka_bootstrap() -> Iterator[str]:
         yield broker.bootstrap
     finally:
         broker.stop()
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PostgresServer]:
+    with postgres_server() as server:
+        yield server
 
 
 @pytest.fixture

@@ -33,7 +33,7 @@ LAYERS: list[set[str]] = [
     {"protocol", "storage"},
     {"kafka", "plugins", "plugin_path"},
     {"config"},
-    {"converters"},
+    {"converters", "transforms"},  # per-record plugins, importable on executors
     {ROOT},
     {"api"},
     {"errors"},

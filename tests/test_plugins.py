@@ -157,9 +157,13 @@ def test_list_plugins_has_connectors_then_converters_as_connect_orders_types() -
     rows = [p.to_dict() for p in plugins.list_plugins()]
     version = connect_runtime.__version__
     # Connect's names where this runtime has a counterpart: what clients look for.
-    assert rows[-3:] == [
+    converters = [row for row in rows if row["type"] == "converter"]
+    assert converters == [
         {"class": f"org.apache.kafka.connect.{name}", "type": "converter", "version": version}
-        for name in ("converters.ByteArrayConverter", "json.JsonConverter",
+        for name in ("converters.BooleanConverter", "converters.ByteArrayConverter",
+                     "converters.DoubleConverter", "converters.FloatConverter",
+                     "converters.IntegerConverter", "converters.LongConverter",
+                     "converters.ShortConverter", "json.JsonConverter",
                      "storage.StringConverter")]
     assert {"class": FILE_SOURCE_NAMES[0], "type": "source", "version": version} in rows
     assert {"class": "connect_runtime.connectors.sequence.SequenceSourceConnector",
@@ -180,12 +184,18 @@ def test_plugin_config_answers_for_every_name_of_a_connector(name: str) -> None:
     assert "transforms" in keys and "connector.plugin.version" in keys
 
 
+# Connect's JsonConverterConfig keys, in its order (it also lists converter.type).
+JSON_CONVERTER_KEYS = ["schemas.enable", "schemas.cache.size", "decimal.format",
+                       "replace.null.with.default"]
+
+
 @pytest.mark.parametrize(("name", "keys"), [
     ("org.apache.kafka.connect.storage.StringConverter", ["converter.encoding"]),
     ("String", ["converter.encoding"]),
-    ("connect_runtime.converters.JsonConverter", ["schemas.enable"]),
-    ("org.apache.kafka.connect.json.JsonConverter", ["schemas.enable"]),
+    ("connect_runtime.converters.JsonConverter", JSON_CONVERTER_KEYS),
+    ("org.apache.kafka.connect.json.JsonConverter", JSON_CONVERTER_KEYS),
     ("ByteArrayConverter", []),
+    ("org.apache.kafka.connect.converters.IntegerConverter", []),
 ])
 def test_plugin_config_of_converters_lists_the_keys_they_read(name: str,
                                                               keys: list[str]) -> None:

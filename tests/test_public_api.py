@@ -15,11 +15,11 @@ EXPECTED = {
     "ConfigKey", "ConfigValue", "ConnectError", "ConnectorContext",
     "ConnectorTransactionBoundaries", "DataException", "ExactlyOnceSupport", "Field",
     "Importance",
-    "InvalidOffsetException", "NonEmptyString", "OffsetStorageReader", "Range",
+    "InvalidOffsetException", "NonEmptyString", "OffsetStorageReader", "Predicate", "Range",
     "RecordMetadata", "RetriableException", "Schema", "SchemaType",
     "SourceConnector", "SourceRecord", "SourceTask",
-    "SourceTaskContext", "Struct", "TransactionContext", "Type", "ValidString", "Validator",
-    "Width", "__version__", "schema_of",
+    "SourceTaskContext", "Struct", "TransactionContext", "Transformation", "Type",
+    "ValidString", "Validator", "Width", "__version__", "schema_of",
 }
 
 

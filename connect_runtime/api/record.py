@@ -31,7 +31,10 @@ if TYPE_CHECKING:
 Primitive = str | int | float | bool | None
 SourcePartition = Mapping[str, Primitive]
 SourceOffset = Mapping[str, Primitive]
-Headers = list[tuple[str, str | bytes | None]]
+Headers = list[tuple[str, Any]]
+"""(key, value) pairs. ``bytes`` and None are written as is; any other value goes
+through the connector's header converter (default: Connect's SimpleHeaderConverter,
+which writes a ``str`` as its UTF-8 bytes)."""
 
 
 @dataclass(slots=True, eq=False)

@@ -312,7 +312,11 @@ def _validate_map(schema: Schema, value: Any, where: str, what: str) -> None:
 def _validate_struct(schema: Schema, value: Any, where: str, what: str) -> None:
     if not isinstance(value, Struct):
         _mismatch(schema, value, _place(where, what))
-    if value.schema != schema:
+    # Fields, name and version make a Struct's type; optional and default do not
+    # (or a struct schema could never have a Struct of itself as its default).
+    if value.schema is not schema and (value.schema.fields, value.schema.name,
+                                       value.schema.version) != (schema.fields, schema.name,
+                                                                 schema.version):
         raise DataException(f"Invalid {_place(where, what)}: a Struct of schema "
                             f"{_describe(value.schema)} where {_describe(schema)} is expected")
     value._validate(where, what)

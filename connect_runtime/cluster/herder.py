@@ -372,7 +372,8 @@ class DistributedHerder:
         if not class_name:
             raise BadRequestException("Connector config is missing connector.class")
         instance = resolve_connector_class(class_name)()
-        converters = {key: str(self.config[key]) for key in ("key.converter", "value.converter")}
+        converters = {key: str(self.config[key])
+                      for key in ("key.converter", "value.converter", "header.converter")}
         return validate_connector_config(instance, config, self.config.eos_support, converters)
 
     def _validate_or_raise(self, config: dict[str, str]) -> None:

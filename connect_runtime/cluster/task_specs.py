@@ -41,8 +41,7 @@ class TaskSpecBuilder:
         requests go unsigned); tasks sign with ``inter.worker.signature.algorithm``.
         """
         config = self.config
-        converters = {k: v for k, v in config.originals.items()
-                      if k.startswith(("key.converter", "value.converter"))}
+        converters = config.converter_configs()
         return TaskSpec(
             connector=connector, task=task, generation=generation, task_config=dict(task_config),
             connector_config=dict(connector_config),

@@ -8,8 +8,8 @@ Keys, groups and their order are Connect 4.1's SourceConnectorConfig: "Common"
 (name, class, tasks, converters and KIP-891's ``*.plugin.version``),
 "Transforms", "Predicates", "Error Handling", "Topic Creation", "Exactly Once
 Support" (KIP-618) and "offsets.topic". Some of them name features this runtime
-does not have yet (transforms, predicates, error tolerance, header converters,
-topic creation groups): their defaults are accepted, and
+does not have yet (error tolerance, topic creation groups): their defaults are
+accepted, and
 :func:`unsupported_value` says why any other value is refused, so a config is
 never half-honoured in silence. KIP-158's ``topic.creation.default.*`` keys are
 parsed too (:data:`TOPIC_CREATION_DEFAULT_DEF`); Connect's validation does not
@@ -40,7 +40,7 @@ from connect_runtime.api.config_def import (
     ValidString,
     Width,
 )
-from connect_runtime.converters import resolve_converter_class
+from connect_runtime.converters import resolve_converter_class, resolve_header_converter_class
 from connect_runtime.errors import ConfigException
 
 log = logging.getLogger(__name__)
@@ -161,6 +161,21 @@ class _ConnectorName:
 
 
 @dataclass(frozen=True)
+class _UniqueAliases:
+    """Connect's alias validator of ``transforms`` and ``predicates``: no alias twice
+    (the second would silently share the first one's keys)."""
+
+    kind: str
+
+    def __call__(self, name: str, value: Any) -> None:
+        if value is not None and len(set(value)) != len(value):
+            raise ConfigException("Duplicate alias provided.", name=name, value=value)
+
+    def __str__(self) -> str:
+        return f"unique {self.kind} aliases"
+
+
+@dataclass(frozen=True)
 class _ConverterClass:
     """A converter class name or alias that resolves (see ``connect_runtime.converters``)."""
 
@@ -169,13 +184,26 @@ class _ConverterClass:
             resolve_converter_class(value, name)
 
     def __str__(self) -> str:
-        return "JsonConverter, StringConverter, ByteArrayConverter or a module.Class converter"
+        return "a built-in converter (Connect's class name or alias) or a module.Class converter"
+
+
+@dataclass(frozen=True)
+class _HeaderConverterClass:
+    """A header converter class name or alias that resolves (``connect_runtime.converters``)."""
+
+    def __call__(self, name: str, value: Any) -> None:
+        if value is not None:
+            resolve_header_converter_class(value, name)
+
+    def __str__(self) -> str:
+        return ("a built-in header converter (Connect's class name or alias) or a module.Class "
+                "header converter")
 
 
 # Connect's documentation of the keys it defines; ours where behaviour differs.
-_CONVERTER_DOC = ("Converter class for record {what}: a class path, Connect's class name of a "
-                  "JsonConverter, StringConverter or ByteArrayConverter, or an alias. Unset "
-                  "uses the worker's {key}.")
+_CONVERTER_DOC = ("Converter class for record {what}: a class path, or Connect's class name or "
+                  "alias of a built-in converter (JsonConverter, StringConverter, "
+                  "ByteArrayConverter, IntegerConverter, ...). Unset uses the worker's {key}.")
 _NOT_YET = " connect-runtime does not support this yet: only the default is accepted."
 
 
@@ -220,26 +248,27 @@ def _define_common(d: ConfigDef, versions: Mapping[str, str | None],
                  display_name=f"{display} converter class")
         _plugin_version(d, key, versions.get(key), Importance.LOW, Width.SHORT,
                         f"{display} converter version", 7 + 2 * order)
-    d.define(HEADER_CONVERTER_CONFIG, Type.CLASS, None, importance=Importance.LOW,
+    d.define(HEADER_CONVERTER_CONFIG, Type.CLASS, converters.get(HEADER_CONVERTER_CONFIG),
+             _HeaderConverterClass(), importance=Importance.LOW,
              documentation="HeaderConverter class used to convert between Kafka Connect "
-             "format and the serialized form that is written to Kafka. Record headers are "
-             "written as the task gives them (str values as UTF-8)." + _NOT_YET,
+             "format and the serialized form that is written to Kafka. Header values that "
+             "are bytes are written as they are. Unset uses the worker's header.converter.",
              group=g, order_in_group=10, width=Width.SHORT,
              display_name="Header converter class")
-    _plugin_version(d, HEADER_CONVERTER_CONFIG, None, Importance.LOW, Width.SHORT,
-                    "Header converter version", 11)
+    _plugin_version(d, HEADER_CONVERTER_CONFIG, versions.get(HEADER_CONVERTER_CONFIG),
+                    Importance.LOW, Width.SHORT, "Header converter version", 11)
     return d
 
 
 def _define_transforms_and_reload(d: ConfigDef) -> ConfigDef:
     # Connect numbers these in the "Common" sequence, whatever their group.
     return (
-        d.define(TRANSFORMS_CONFIG, Type.LIST, [], importance=Importance.LOW,
-                 documentation="Aliases for the transformations to be applied to records."
-                 + _NOT_YET, group=TRANSFORMS_GROUP, order_in_group=12, width=Width.LONG,
+        d.define(TRANSFORMS_CONFIG, Type.LIST, [], _UniqueAliases("transformation"),
+                 Importance.LOW, "Aliases for the transformations to be applied to records.",
+                 group=TRANSFORMS_GROUP, order_in_group=12, width=Width.LONG,
                  display_name="Transforms")
-        .define(PREDICATES_CONFIG, Type.LIST, [], importance=Importance.LOW,
-                documentation="Aliases for the predicates used by transformations." + _NOT_YET,
+        .define(PREDICATES_CONFIG, Type.LIST, [], _UniqueAliases("predicate"), Importance.LOW,
+                "Aliases for the predicates used by transformations.",
                 group=PREDICATES_GROUP, order_in_group=13, width=Width.LONG,
                 display_name="Predicates")
         .define(CONFIG_RELOAD_ACTION_CONFIG, Type.STRING, "restart",
@@ -358,10 +387,10 @@ def connector_config_def(versions: Mapping[str, str | None] | None = None,
     """The framework keys of a (source) connector config, in Connect 4.1's order and groups.
 
     ``versions`` gives the installed version of the plugin behind ``connector``,
-    ``key.converter`` and ``value.converter``: the defaults of their
-    ``*.plugin.version`` keys. ``converters`` gives ``key.converter`` and
-    ``value.converter`` defaults (the worker's, as Connect shows them when
-    validating). Both default to unset, which is how ``CONNECTOR_CONFIG_DEF`` is built.
+    ``key.converter``, ``value.converter`` and ``header.converter``: the defaults of
+    their ``*.plugin.version`` keys. ``converters`` gives the three converter keys'
+    defaults (the worker's, as Connect shows them when validating). Both default to
+    unset, which is how ``CONNECTOR_CONFIG_DEF`` is built.
     """
     d = _define_common(ConfigDef(), versions or {}, converters or {})
     return _define_exactly_once(_define_topic_creation_groups(
@@ -389,22 +418,8 @@ def unsupported_value(key: str, value: Any) -> str | None:
 
 
 _UNSUPPORTED: dict[str, tuple[Callable[[Any], bool], str]] = {
-    TRANSFORMS_CONFIG: (bool, "transforms are not supported yet by connect-runtime"),
-    PREDICATES_CONFIG: (bool, "predicates are not supported yet by connect-runtime"),
-    HEADER_CONVERTER_CONFIG: (
-        lambda v: v is not None,
-        "header converters are not supported yet by connect-runtime: record headers are "
-        "written as the task gives them"),
-    HEADER_CONVERTER_CONFIG + PLUGIN_VERSION_SUFFIX: (
-        lambda v: v is not None, "header converters are not supported yet by connect-runtime"),
     TASKS_MAX_ENFORCE_CONFIG: (
         lambda v: v is False, "connect-runtime always enforces tasks.max"),
-    ERRORS_RETRY_TIMEOUT_CONFIG: (
-        lambda v: v != 0, "retrying failed operations is not supported yet by connect-runtime"),
-    ERRORS_TOLERANCE_CONFIG: (
-        lambda v: v != "none", "tolerating errors is not supported yet by connect-runtime"),
-    ERRORS_LOG_ENABLE_CONFIG: (
-        lambda v: v is True, "logging errors is not supported yet by connect-runtime"),
     TOPIC_CREATION_GROUPS_CONFIG: (
         bool, "topic creation groups other than the default are not supported yet by "
         "connect-runtime"),
@@ -446,6 +461,12 @@ class ConnectorConfig:
     def value_converter(self) -> str | None:
         """The connector's value converter class, or None to use the worker's."""
         value = self.values[VALUE_CONVERTER_CONFIG]
+        return None if value is None else str(value)
+
+    @property
+    def header_converter(self) -> str | None:
+        """The connector's header converter class, or None to use the worker's."""
+        value = self.values[HEADER_CONVERTER_CONFIG]
         return None if value is None else str(value)
 
     @property

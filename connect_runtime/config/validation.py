@@ -10,10 +10,14 @@ run before anything is written to the config topic. It
    lacks (``unsupported_value``) and checks KIP-891's ``*.plugin.version`` pins;
 2. runs KIP-618's exactly-once checks (see ``_check_exactly_once`` and
    ``_check_transaction_boundary``);
-3. validates the connector's own keys with ``connector.validate(config)``;
-4. merges the two like Connect's AbstractHerder: framework keys first, a
-   connector key with the same name replaces the framework definition in place,
-   and values that match no definition come first with a null definition.
+3. adds, per alias of ``transforms`` and ``predicates``, the keys of that
+   transformation or predicate (``connect_runtime.transforms.validation``, like
+   Connect's ``ConnectorConfig.enrich``);
+4. validates the connector's own keys with ``connector.validate(config)``;
+5. merges them like Connect's AbstractHerder: framework keys first, then the
+   transforms' and predicates', a connector key with the same name replaces the
+   definition in place, and values that match no definition come first with a
+   null definition.
 
 Nothing a connector does here can escape: an exception from any of its methods
 becomes an error message on the key it concerns (``connector.class`` for
@@ -37,6 +41,7 @@ from connect_runtime.api.connector import (
 from connect_runtime.config.connector_config import (
     CONNECTOR_CLASS_CONFIG,
     EXACTLY_ONCE_SUPPORT_CONFIG,
+    HEADER_CONVERTER_CONFIG,
     KEY_CONVERTER_CONFIG,
     PLUGIN_VERSION_SUFFIX,
     TOPIC_CREATION_DEFAULT_DEF,
@@ -50,9 +55,12 @@ from connect_runtime.config.connector_config import (
 from connect_runtime.converters import (
     converter_version,
     listed_converter_names,
+    listed_header_converter_names,
     resolve_converter_class,
+    resolve_header_converter_class,
 )
 from connect_runtime.errors import ConfigException, ConnectorContractException
+from connect_runtime.transforms.validation import validate_plugins
 
 log = logging.getLogger(__name__)
 
@@ -194,14 +202,17 @@ def _framework_def(connector: SourceConnector, config: dict[str, str],
     return framework_def
 
 
-_CONVERTER_KEYS = (KEY_CONVERTER_CONFIG, VALUE_CONVERTER_CONFIG)
+_CONVERTER_KEYS = (KEY_CONVERTER_CONFIG, VALUE_CONVERTER_CONFIG, HEADER_CONVERTER_CONFIG)
 
 
 def _resolvable(key: str, class_name: str | None) -> str | None:
     if class_name is None:
         return None
     try:
-        resolve_converter_class(class_name, key)
+        if key == HEADER_CONVERTER_CONFIG:
+            resolve_header_converter_class(class_name, key)
+        else:
+            resolve_converter_class(class_name, key)
     except ConfigException:
         return None
     return class_name
@@ -285,8 +296,10 @@ def _qualified(cls: type) -> str:
     return f"{cls.__module__}.{cls.__qualname__}"
 
 
-# What a UI offers for key.converter/value.converter: the built-ins, as listings name them.
-_CONVERTER_CHOICES = listed_converter_names()
+# What a UI offers for each converter key: the built-ins, as listings name them.
+_CONVERTER_CHOICES = {KEY_CONVERTER_CONFIG: listed_converter_names(),
+                      VALUE_CONVERTER_CONFIG: listed_converter_names(),
+                      HEADER_CONVERTER_CONFIG: listed_header_converter_names()}
 
 
 def validate_connector_config(
@@ -298,7 +311,8 @@ def validate_connector_config(
 
     ``worker_eos_support`` is the worker's ``exactly.once.source.support``
     (disabled, preparing or enabled). ``worker_converters`` holds the worker's
-    ``key.converter`` and ``value.converter``, shown as those keys' defaults.
+    ``key.converter``, ``value.converter`` and ``header.converter``, shown as those
+    keys' defaults.
     """
     framework_def = _framework_def(connector, config, worker_converters or {})
     framework = {v.name: v for v in framework_def.validate(config)}
@@ -311,17 +325,20 @@ def validate_connector_config(
                            if framework[key].value is not None and not framework[key].errors})
     _check_framework_values(framework_def, framework, config, plugin_classes)
     for key in _CONVERTER_KEYS:
-        framework[key].recommended_values = list(_CONVERTER_CHOICES)
+        framework[key].recommended_values = list(_CONVERTER_CHOICES[key])
     _check_exactly_once(connector, config, framework[EXACTLY_ONCE_SUPPORT_CONFIG],
                         worker_eos_support)
     _check_transaction_boundary(connector, config, framework[TRANSACTION_BOUNDARY_CONFIG])
 
+    plugins = validate_plugins(config)
     own_def, own_values = _connector_own(connector, config, framework[CONNECTOR_CLASS_CONFIG])
     keys = dict(framework_def.config_keys)
+    keys.update(plugins.keys)
     keys.update(own_def.config_keys)
-    groups = list(dict.fromkeys(framework_def.groups() + own_def.groups()))
+    groups = list(dict.fromkeys(framework_def.groups() + plugins.groups + own_def.groups()))
     class_name = config.get(CONNECTOR_CLASS_CONFIG) or type(connector).__qualname__
-    return _generate_result(class_name, keys, list(framework.values()) + own_values, groups)
+    values = list(framework.values()) + plugins.values + own_values
+    return _generate_result(class_name, keys, values, groups)
 
 
 def format_validation_errors(infos: ConfigInfos) -> str:

@@ -119,6 +119,10 @@ WORKER_CONFIG_DEF = (
             Importance.HIGH, "Default converter for record keys.")
     .define("value.converter", Type.CLASS, "connect_runtime.converters.JsonConverter", None,
             Importance.HIGH, "Default converter for record values.")
+    .define("header.converter", Type.CLASS,
+            "org.apache.kafka.connect.storage.SimpleHeaderConverter", None, Importance.LOW,
+            "Default converter for record header values (Connect's default: values as "
+            "text). Header values that are bytes are written as they are.")
     .define("session.timeout.ms", Type.INT, 10000, Range.at_least(1), Importance.HIGH,
             "Group session timeout: how soon a dead leader is replaced.")
     .define("heartbeat.interval.ms", Type.INT, 3000, Range.at_least(1), Importance.HIGH,
@@ -151,6 +155,10 @@ WORKER_CONFIG_DEF = (
             "If set to true, it allows user requests to reset the set of active topics per "
             "connector.")
 )
+
+
+CONVERTER_KEYS = ("key.converter", "value.converter", "header.converter")
+"""The worker's converter keys; each may have a sub-config (``value.converter.schemas.enable``)."""
 
 
 class WorkerConfig:
@@ -193,6 +201,12 @@ class WorkerConfig:
 
     def __getitem__(self, key: str) -> Any:
         return self.values[key]
+
+    def converter_configs(self) -> dict[str, str]:
+        """The converter keys as given, with their sub-configs (``key.converter``,
+        ``value.converter.schemas.enable``, ``header.converter``, ...): what a task
+        needs of the worker's converters (``TaskSpec.worker_converters``)."""
+        return {k: v for k, v in self.originals.items() if k.startswith(CONVERTER_KEYS)}
 
     def get(self, key: str, default: Any = None) -> Any:
         return self.values.get(key, default)

@@ -47,10 +47,10 @@ if TYPE_CHECKING:
     from confluent_kafka import Producer
 
     from connect_runtime.api.record import SourceRecord
-    from connect_runtime.converters import Converter
+    from connect_runtime.converters import Converter, HeaderConverter
     from connect_runtime.storage.offsets.mirror import GlobalOffsetMirror
     from connect_runtime.task.error_handler import ErrorHandler
-    from connect_runtime.task.record_sender import HeaderConverter, TransformationChain
+    from connect_runtime.task.record_sender import TransformationChain
     from connect_runtime.task.startup import StartedTask
 
 # How long one wait for a resume blocks before the flags are checked again (and

@@ -49,7 +49,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from connect_runtime.api.schema import infer
-from connect_runtime.converters import fast_encoder
+from connect_runtime.converters import SimpleHeaderConverter, fast_encoder
 from connect_runtime.errors import DataException, translate_kafka_error
 from connect_runtime.task.error_handler import ErrorHandler, RecordSkipped
 
@@ -58,7 +58,7 @@ if TYPE_CHECKING:
 
     from connect_runtime.api.record import SourceRecord
     from connect_runtime.api.schema import Schema
-    from connect_runtime.converters import Converter
+    from connect_runtime.converters import Converter, HeaderConverter
 
 DeliveryCallback = Callable[[Any, Any], None]
 """``on_delivery(err, msg)`` as confluent-kafka calls it, from ``poll``/``flush``."""
@@ -80,15 +80,6 @@ class TransformationChain(Protocol):
         ...
 
 
-class HeaderConverter(Protocol):
-    """What step 2 needs of a header converter (Connect's ``HeaderConverter``)."""
-
-    def from_connect_header(self, topic: str, header_key: str, schema: Schema | None,
-                            value: Any) -> bytes | None:
-        """The header's bytes."""
-        ...
-
-
 # librdkafka raises BufferError when its local queue is full; waiting this long
 # for deliveries to drain before retrying keeps the loop from spinning.
 QUEUE_FULL_BACKOFF_S = 0.05
@@ -100,7 +91,8 @@ class RecordSender:
     """Sends one task's records with its producer (see the module doc for the contract).
 
     ``transforms`` (None: no chain), ``header_converter`` (None: header values
-    must be ``str``, ``bytes`` or None, written as UTF-8 and as is) and
+    must be ``str``, ``bytes`` or None, written as UTF-8 and as is; startup
+    always gives one, by default Connect's SimpleHeaderConverter) and
     ``errors`` (None: Connect's defaults, every stage error fails the task)
     are optional; without them ``send_batch`` keeps its fast path.
     """
@@ -124,6 +116,10 @@ class RecordSender:
         self.key_converter = key_converter
         self.value_converter = value_converter
         self.header_converter = header_converter
+        # SimpleHeaderConverter (Connect's default) writes a str as its UTF-8 bytes,
+        # which is what the producer does with a str: such headers skip the call.
+        self._str_headers_as_is = (header_converter is None
+                                   or type(header_converter) is SimpleHeaderConverter)
         self.create_topic = create_topic
         self.transforms = transforms
         self.errors = errors if errors is not None else ErrorHandler(label=label)
@@ -311,6 +307,10 @@ class RecordSender:
             raise DataException(f"Task {self.label} returned a record for topic {topic!r} whose "
                                 f"headers are a {type(headers).__name__}; headers are a list "
                                 "of (key, value) pairs")
+        if self._str_headers_as_is and all(
+                type(pair) is tuple and len(pair) == 2 and type(pair[0]) is str
+                and (pair[1] is None or type(pair[1]) in (str, bytes)) for pair in headers):
+            return headers
         converter = self.header_converter
         out: list[tuple[str, Any]] = []
         for pair in headers:
@@ -318,7 +318,8 @@ class RecordSender:
                 raise DataException(f"Task {self.label} returned a record for topic {topic!r} "
                                     f"with header {pair!r}; a header is a (str, value) pair")
             key, value = pair
-            if value is None or type(value) is bytes:
+            if value is None or type(value) is bytes or (
+                    type(value) is str and self._str_headers_as_is):
                 out.append(pair)
             elif converter is not None:
                 try:
@@ -328,8 +329,6 @@ class RecordSender:
                 except Exception as e:
                     raise DataException(f"Task {self.label} could not convert header {key!r} "
                                         f"of a record for topic {topic!r}: {e}") from e
-            elif type(value) is str:
-                out.append(pair)
             else:
                 raise DataException(f"Task {self.label} returned a record for topic {topic!r} "
                                     f"with header {key!r} of type {type(value).__name__}; "

@@ -38,7 +38,12 @@ import httpx
 
 from connect_runtime.api.task import OffsetStorageReader, SourceTask, TransactionContext
 from connect_runtime.config.connector_config import ConnectorConfig
-from connect_runtime.converters import Converter, load_converter
+from connect_runtime.converters import (
+    Converter,
+    HeaderConverter,
+    load_converter,
+    load_header_converter,
+)
 from connect_runtime.errors import (
     ConfigException,
     StartupAbandoned,
@@ -58,7 +63,7 @@ if TYPE_CHECKING:
     from confluent_kafka import Producer
 
     from connect_runtime.protocol.task_spec import TaskSpec
-    from connect_runtime.task.record_sender import HeaderConverter, TransformationChain
+    from connect_runtime.task.record_sender import TransformationChain
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +71,7 @@ log = logging.getLogger(__name__)
 FENCE_REQUEST_TIMEOUT_S = 90.0
 CONFIG_READ_TIMEOUT_S = 60.0
 DEFAULT_TRANSACTION_TIMEOUT_MS = 60000
+DEFAULT_HEADER_CONVERTER = "org.apache.kafka.connect.storage.SimpleHeaderConverter"
 
 
 @dataclass
@@ -227,6 +233,15 @@ def _converters(spec: TaskSpec, connector_config: dict[str, str]) -> tuple[Conve
     return out[0], out[1]
 
 
+def _header_converter(spec: TaskSpec, connector_config: dict[str, str]) -> HeaderConverter:
+    """``header.converter`` of the connector, else the worker's, else Connect's default."""
+    kind = "header.converter"
+    source = connector_config if connector_config.get(kind) else spec.worker_converters
+    class_name = source.get(kind) or DEFAULT_HEADER_CONVERTER
+    sub = {k[len(kind) + 1:]: v for k, v in source.items() if k.startswith(kind + ".")}
+    return load_header_converter(class_name, sub)
+
+
 def _topic_creator(spec: TaskSpec,
                    connector_config: ConnectorConfig) -> Callable[[str], None] | None:
     """KIP-158: with ``topic.creation.default.*`` set, a missing topic is created
@@ -261,6 +276,7 @@ def start_task(spec: TaskSpec, should_stop: Any) -> StartedTask:
     conf = producer_config(spec, connector_config, transactional=exactly_once)
     producer = (create_transactional_producer(spec, conf) if exactly_once  # step 4
                 else create_idempotent_producer(conf))
+    transforms: TransformationChain | None = None
     try:
         if exactly_once:
             check_generation(spec, "config topic read after creating the producer")  # step 5
@@ -275,6 +291,7 @@ def start_task(spec: TaskSpec, should_stop: Any) -> StartedTask:
             admin_overrides=spec.admin_overrides,
         )
         key_conv, value_conv = _converters(spec, spec.connector_config)
+        header_conv = _header_converter(spec, spec.connector_config)
         transforms = _transformation_chain(connector_config)
         boundary_kind = connector_config.transaction_boundary.value
         # Connect hands regular tasks no transaction context either.
@@ -286,6 +303,8 @@ def start_task(spec: TaskSpec, should_stop: Any) -> StartedTask:
         task.start(dict(spec.task_config))
     except BaseException:
         producer.flush(1)
+        if transforms is not None:  # built before a later step failed
+            transforms.close()
         raise
     errors = ErrorHandler.from_config(connector_config.values, spec.task_label, should_stop)
     return StartedTask(
@@ -302,6 +321,7 @@ def start_task(spec: TaskSpec, should_stop: Any) -> StartedTask:
             conf.get("transaction.timeout.ms", DEFAULT_TRANSACTION_TIMEOUT_MS)) / 1000,
         offset_flush_interval_s=spec.offset_flush_interval_ms / 1000,
         offset_flush_timeout_s=spec.offset_flush_timeout_ms / 1000,
+        header_converter=header_conv,
         transforms=transforms,
         errors=errors,
     )

@@ -142,3 +142,14 @@ def test_types_without_a_schema_are_named() -> None:
 
     with pytest.raises(TypeError, match=r"Union.v: a union"):
         schema_of(Union)
+
+
+def test_a_struct_schema_may_default_to_a_struct_of_its_type() -> None:
+    point = Schema.struct({"x": Schema.INT32, "y": Schema.INT32})
+    origin = Struct(point, x=0, y=0)
+    with_default = point.replace(optional=True, default=origin)
+    with_default.validate(Struct(point, x=1, y=2))
+    with_default.validate(None)
+    other = Schema.struct({"x": Schema.INT32}, name="Other")
+    with pytest.raises(DataException, match="a Struct of schema"):
+        with_default.validate(Struct(other, x=1))

@@ -75,10 +75,14 @@ def test_client_overrides_by_prefix_without_bootstrap() -> None:
 def test_worker_converters_are_passed_through() -> None:
     spec = builder(**{"key.converter": "connect_runtime.converters.StringConverter",
                       "value.converter.schemas.enable": "false",
-                      "header.converter": "ignored"}).build("conn", 0, 1, {}, {}, None)
+                      "header.converter": "org.apache.kafka.connect.json.JsonConverter",
+                      "header.converter.schemas.enable": "true",
+                      "offset.flush.interval.ms": "1000"}).build("conn", 0, 1, {}, {}, None)
     assert spec.worker_converters == {
         "key.converter": "connect_runtime.converters.StringConverter",
-        "value.converter.schemas.enable": "false"}
+        "value.converter.schemas.enable": "false",
+        "header.converter": "org.apache.kafka.connect.json.JsonConverter",
+        "header.converter.schemas.enable": "true"}
 
 
 def test_session_key_is_base64_and_signs_with_the_signature_algorithm() -> None:

@@ -408,16 +408,7 @@ def test_defaults_of_unsupported_features_are_accepted() -> None:
 
 
 @pytest.mark.parametrize(("key", "value", "message"), [
-    ("transforms", "a,b", "transforms are not supported yet by connect-runtime"),
-    ("predicates", "p", "predicates are not supported yet by connect-runtime"),
-    ("errors.tolerance", "all", "tolerating errors is not supported yet by connect-runtime"),
-    ("errors.retry.timeout", "-1",
-     "retrying failed operations is not supported yet by connect-runtime"),
-    ("errors.log.enable", "true", "logging errors is not supported yet by connect-runtime"),
     ("tasks.max.enforce", "false", "connect-runtime always enforces tasks.max"),
-    ("header.converter", "org.apache.kafka.connect.storage.SimpleHeaderConverter",
-     "header converters are not supported yet by connect-runtime: record headers are "
-     "written as the task gives them"),
     ("topic.creation.groups", "big", "topic creation groups other than the default are not "
                                      "supported yet by connect-runtime"),
 ])
@@ -426,6 +417,32 @@ def test_other_values_of_unsupported_features_fail_validation(key: str, value: s
     infos = validate_connector_config(tiny(), {**BASE, key: value}, "enabled")
     assert errors(infos) == {key: [message]}
     assert message in format_validation_errors(infos)  # what POST /connectors answers
+
+
+def test_header_converter_is_validated_like_the_other_converters() -> None:
+    worker = {"header.converter": "org.apache.kafka.connect.storage.SimpleHeaderConverter"}
+    infos = validate_connector_config(tiny(), dict(BASE), "enabled", worker)
+    assert errors(infos) == {}
+    keys = {key.name: key for key, _ in infos.configs if key is not None}
+    assert keys["header.converter"].default == worker["header.converter"]
+    assert keys["header.converter.plugin.version"].default == connect_runtime.__version__
+    assert "org.apache.kafka.connect.storage.SimpleHeaderConverter" in value_of(
+        infos, "header.converter").recommended_values
+    for name in ("JsonConverter", "Simple", "org.apache.kafka.connect.storage.StringConverter"):
+        ok = validate_connector_config(tiny(), {**BASE, "header.converter": name}, "enabled")
+        assert errors(ok) == {}
+        assert ConnectorConfig({**BASE, "header.converter": name}).header_converter == name
+    bad = validate_connector_config(tiny(), {**BASE, "header.converter": "no.such.Header"},
+                                    "enabled")
+    assert list(errors(bad)) == ["header.converter"]
+    assert "no.such.Header" in errors(bad)["header.converter"][0]
+
+
+def test_error_handling_keys_are_honoured() -> None:
+    config = {**BASE, "errors.tolerance": "all", "errors.retry.timeout": "-1",
+              "errors.retry.delay.max.ms": "1000", "errors.log.enable": "true",
+              "errors.log.include.messages": "true"}
+    assert errors(validate_connector_config(tiny(), config, "enabled")) == {}
 
 
 def test_a_malformed_value_gets_its_type_error_not_the_unsupported_one() -> None:
@@ -459,7 +476,13 @@ def test_plugin_versions_default_to_the_installed_ones() -> None:
     assert (connector_version.value, connector_version.recommended_values) == (
         "unknown", ["unknown"])
     assert value_of(infos, "key.converter").recommended_values == [
+        "org.apache.kafka.connect.converters.BooleanConverter",
         "org.apache.kafka.connect.converters.ByteArrayConverter",
+        "org.apache.kafka.connect.converters.DoubleConverter",
+        "org.apache.kafka.connect.converters.FloatConverter",
+        "org.apache.kafka.connect.converters.IntegerConverter",
+        "org.apache.kafka.connect.converters.LongConverter",
+        "org.apache.kafka.connect.converters.ShortConverter",
         "org.apache.kafka.connect.json.JsonConverter",
         "org.apache.kafka.connect.storage.StringConverter"]
 

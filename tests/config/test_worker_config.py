@@ -201,3 +201,17 @@ def test_env_key_to_property(env: str, prop: str) -> None:
 def test_env_overrides_only_take_connect_prefixed_names() -> None:
     assert env_overrides({"CONNECT_GROUP_ID": "g", "HOME": "/root", "CONNECT_": "x"}) == {
         "group.id": "g"}
+
+
+def test_header_converter_and_the_converters_sub_configs() -> None:
+    plain = WorkerConfig(MINIMAL)
+    assert plain["header.converter"] == "org.apache.kafka.connect.storage.SimpleHeaderConverter"
+    assert plain.converter_configs() == {}  # only what was given: tasks default the rest
+    config = WorkerConfig({**MINIMAL, "header.converter": "JsonConverter",
+                           "header.converter.schemas.enable": "true",
+                           "value.converter.schemas.enable": "false",
+                           "producer.acks": "all"})
+    assert config["header.converter"] == "JsonConverter"
+    assert config.converter_configs() == {
+        "header.converter": "JsonConverter", "header.converter.schemas.enable": "true",
+        "value.converter.schemas.enable": "false"}

@@ -89,7 +89,8 @@ class FakeHerder:
         self.health_info = HealthInfo("healthy", "Worker has completed startup")
         self.plugins = [
             PluginInfo(SEQUENCE_CLASS, "source", "0.1.0"),
-            PluginInfo("connect_runtime.transforms.InsertField", "transformation", "0.1.0"),
+            PluginInfo("org.apache.kafka.connect.transforms.InsertField$Value", "transformation",
+                       "0.1.0"),
         ]
         self._connectors: dict[str, _Connector] = {}
         self._lock = threading.Lock()

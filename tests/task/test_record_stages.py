@@ -19,7 +19,7 @@ from test_at_least_once_loop import Running, latest_offsets
 from test_exactly_once_loop import ScriptedTask, read_committed, run_until
 
 from connect_runtime.api.record import SourceRecord
-from connect_runtime.converters import load_converter
+from connect_runtime.converters import SimpleHeaderConverter, load_converter
 from connect_runtime.errors import DataException
 from connect_runtime.task.at_least_once_loop import AtLeastOnceTaskLoop
 from connect_runtime.task.boundaries import BoundaryPolicy
@@ -167,3 +167,18 @@ def test_header_values_are_converted_or_refused_by_name(
         run_until(loop, lambda: False, timeout=10)
     [record] = read_topic(kafka_bootstrap, out)
     assert record["headers"] == [("s", b"text"), ("b", b"\x00raw"), ("n", None)]
+
+
+def test_the_default_header_converter_writes_connects_text_for_typed_values(
+        kafka_bootstrap: str, topics: tuple[str, str], unique_name: Callable[[str], str]) -> None:
+    out, offsets = topics
+    record = SourceRecord({"p": 0}, {"seq": 1}, out, value={"seq": 0},
+                          headers=[("count", 3), ("ok", True), ("s", "text"), ("b", b"\x01")])
+    task = ScriptedTask([[record]])
+    loop = eos_loop(kafka_bootstrap, task, offsets, unique_name("txn"),
+                    value_converter=load_converter("JsonConverter", {}, False),
+                    header_converter=SimpleHeaderConverter())
+    assert run_until(loop, lambda: task.commits >= 1) is Outcome.STOPPED
+    [written] = read_topic(kafka_bootstrap, out)
+    assert written["headers"] == [("count", b"3"), ("ok", b"true"), ("s", b"text"),
+                                  ("b", b"\x01")]

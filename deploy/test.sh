@@ -16,6 +16,6 @@ if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >&2 \
     || { apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >&2; }
 fi
-echo "== ruff" && .venv/bin/ruff check connect_runtime rest connectors tests bench
+echo "== ruff" && .venv/bin/ruff check connect_runtime rest connectors tests bench examples
 echo "== mypy" && bash deploy/typecheck.sh
 echo "== pytest" && exec .venv/bin/python -m pytest -q -p no:cacheprovider "$@"

@@ -239,7 +239,7 @@ def _float_node(x: float) -> Any:
     return text if text in ("NaN", "Infinity", "-Infinity") else _Fragment(text)
 
 
-class _Mismatch(Exception):
+class _Mismatch(DataException):
     """A value does not fit its schema; the path grows as it propagates outwards."""
 
     def __init__(self, message: str) -> None:

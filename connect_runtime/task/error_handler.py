@@ -42,7 +42,7 @@ T = TypeVar("T")
 RETRY_DELAY_MIN_S = 0.3  # Connect's RetryWithToleranceOperator.RETRIES_DELAY_MIN_MS
 
 
-class RecordSkipped(Exception):
+class RecordSkipped(ConnectError):
     """The record failed a stage and ``errors.tolerance=all`` drops it."""
 
 

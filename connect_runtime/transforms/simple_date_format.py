@@ -24,7 +24,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from connect_runtime.errors import ConfigException
+from connect_runtime.errors import ConfigException, DataException
 
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 _EPOCH_ORDINAL = _EPOCH.date().toordinal()
@@ -49,7 +49,7 @@ class _Field:
         return self.letter in _NUMERIC and not (self.letter in "ML" and self.count >= 3)
 
 
-class ParseError(ValueError):
+class ParseError(DataException):
     """The text does not match the pattern."""
 
 

@@ -1,0 +1,179 @@
+"""A tiny event feed to try the HTTP source against: ``python -m http_source.server``.
+
+``GET /streams/<stream>/events?after=<id>&limit=<n>`` answers the events of
+``<stream>`` whose id is greater than ``after`` (default 0), oldest first, at
+most ``limit`` (default 100, at most 1000) of them::
+
+    {"events": [{"id": 1, "kind": "paid", "amount": "0.37",
+                 "created_at": "2025-01-01T00:00:01+00:00", "end_of_batch": false}, ...]}
+
+An unknown stream or path is a 404, a bad parameter a 400, both with
+``{"error": "<why>"}``.
+
+The events are made up and the same on every run: every stream has the ids
+1, 2, 3, ... and its event ``n`` is :func:`event` ``(n)``. They appear ``--rate``
+per second per stream from the first request on, up to ``--max-events`` (0: no
+end), in upstream *batches*, the way the rows of a database transaction appear
+together: a batch ends after every id divisible by 4 or 7 (and after the last
+id), and the feed never shows part of a batch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+EPOCH = datetime(2025, 1, 1, tzinfo=UTC)
+KINDS = ("created", "paid", "shipped")
+CENT = Decimal("0.01")
+MAX_LIMIT = 1000
+
+
+def ends_batch(n: int, max_events: int = 0) -> bool:
+    """Whether event ``n`` is the last of its upstream batch."""
+    return n % 4 == 0 or n % 7 == 0 or n == max_events
+
+
+def event(n: int, max_events: int = 0) -> dict[str, Any]:
+    """Event ``n`` of any stream, as the feed serves it."""
+    amount = (Decimal(n * 37 % 10000) / 100).quantize(CENT)
+    return {"id": n, "kind": KINDS[n % 3], "amount": str(amount),
+            "created_at": (EPOCH + timedelta(seconds=n)).isoformat(),
+            "end_of_batch": ends_batch(n, max_events)}
+
+
+class EventFeed:
+    """The events every stream shows at this moment (see the module docstring).
+
+    ``rate`` <= 0 shows all ``max_events`` at once.
+    """
+
+    def __init__(self, streams: Sequence[str], rate: float, max_events: int = 0) -> None:
+        if rate <= 0 and max_events <= 0:
+            raise ValueError("a feed without a rate needs max_events")
+        self.streams = frozenset(streams)
+        self.rate = rate
+        self.max_events = max_events
+        self._started: float | None = None  # the first request starts the clock
+
+    def visible(self) -> int:
+        """The highest id shown now; the same for every stream. Whole batches only."""
+        if self.rate <= 0:
+            return self.max_events
+        if self._started is None:
+            self._started = time.monotonic()
+        n = int((time.monotonic() - self._started) * self.rate)
+        if self.max_events:
+            n = min(n, self.max_events)
+        while n > 0 and not ends_batch(n, self.max_events):
+            n -= 1
+        return n
+
+    def page(self, after: int, limit: int) -> list[dict[str, Any]]:
+        """At most ``limit`` events with ids greater than ``after``, oldest first."""
+        last = min(self.visible(), after + limit)
+        return [event(n, self.max_events) for n in range(after + 1, last + 1)]
+
+
+class EventServer(ThreadingHTTPServer):
+    """Serves one :class:`EventFeed` over HTTP."""
+
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int], feed: EventFeed) -> None:
+        super().__init__(address, _Handler)
+        self.feed = feed
+
+    @property
+    def url(self) -> str:
+        host, port = self.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: EventServer
+
+    def do_GET(self) -> None:
+        url = urlsplit(self.path)
+        parts = url.path.strip("/").split("/")
+        if len(parts) != 3 or parts[0] != "streams" or parts[2] != "events":
+            self._reply(404, {"error": f"no route {url.path}; use /streams/<stream>/events"})
+            return
+        if parts[1] not in self.server.feed.streams:
+            self._reply(404, {"error": f"no stream {parts[1]!r}; streams: "
+                                       f"{', '.join(sorted(self.server.feed.streams))}"})
+            return
+        query = parse_qs(url.query)
+        try:
+            after = int(query.get("after", ["0"])[-1])
+            limit = int(query.get("limit", ["100"])[-1])
+        except ValueError:
+            self._reply(400, {"error": "after and limit must be integers"})
+            return
+        if after < 0 or not 1 <= limit <= MAX_LIMIT:
+            self._reply(400, {"error": f"need after >= 0 and 1 <= limit <= {MAX_LIMIT}"})
+            return
+        self._reply(200, {"events": self.server.feed.page(after, limit)})
+
+    def _reply(self, status: int, body: dict[str, Any]) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass  # one line per poll would drown everything else
+
+
+@contextmanager
+def running(feed: EventFeed, host: str = "127.0.0.1", port: int = 0) -> Iterator[EventServer]:
+    """Serve ``feed`` from a background thread (port 0: any free port) until the block ends."""
+    server = EventServer((host, port), feed)
+    # A short poll interval: shutdown() waits for serve_forever to look at its flag.
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), name="event-feed",
+                              daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m http_source.server",
+                                     description="Serve a made-up event feed over HTTP.")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8000, help="0: any free port")
+    parser.add_argument("--streams", default="orders,refunds",
+                        help="comma-separated stream names (default: orders,refunds)")
+    parser.add_argument("--rate", type=float, default=20.0,
+                        help="events per second per stream (default: 20)")
+    parser.add_argument("--max-events", type=int, default=0,
+                        help="events per stream, then no more (default: 0, no end)")
+    args = parser.parse_args(argv)
+    feed = EventFeed(args.streams.split(","), args.rate, args.max_events)
+    server = EventServer((args.host, args.port), feed)
+    print(f"Serving streams {args.streams} at {server.url}/streams/<stream>/events", flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,239 @@
+"""The HTTP source example's own logic, against its real tiny server (no Kafka).
+
+The task runs with a small in-memory context (committed offsets, a recording
+transaction context): what it polls, the offsets it stores, where it resumes
+and where it ends transactions are the connector's decisions, tested here in
+seconds. That those records and offsets reach Kafka exactly once is
+``test_http_source_e2e.py``'s job.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from http_source.config import TASK_STREAMS
+from http_source.connector import HttpSourceConnector
+from http_source.server import EventFeed, ends_batch, event, running
+from http_source.task import Event, HttpSourceTask
+
+from connect_runtime import (
+    ConfigException,
+    ConnectError,
+    InvalidOffsetException,
+    SourceRecord,
+    schema_of,
+)
+
+HTTP_SOURCE = Path(__file__).resolve().parents[2] / "examples" / "http_source"
+N = 45
+
+
+class Committed:
+    """An OffsetStorageReader over ``{stream: offset}``."""
+
+    def __init__(self, offsets: Mapping[str, dict[str, object]]) -> None:
+        self._offsets = offsets
+
+    def offset(self, partition: Mapping[str, Any]) -> dict[str, object] | None:
+        return self._offsets.get(partition["stream"])
+
+    def offsets(self, partitions: Iterable[Mapping[str, Any]],
+                ) -> list[tuple[Mapping[str, Any], dict[str, object] | None]]:
+        return [(p, self.offset(p)) for p in partitions]
+
+
+class Transactions:
+    """A TransactionContext that records the records it was asked to commit after."""
+
+    def __init__(self) -> None:
+        self.commits: list[SourceRecord] = []
+
+    def commit_transaction(self, record: SourceRecord | None = None) -> None:
+        assert record is not None, "the task names the last record of each transaction"
+        self.commits.append(record)
+
+    def abort_transaction(self, record: SourceRecord | None = None) -> None:
+        raise AssertionError("the HTTP source never aborts")
+
+
+class Context:
+    def __init__(self, config: dict[str, str], offsets: Committed,
+                 transactions: Transactions | None) -> None:
+        self.config = config
+        self.offset_storage_reader = offsets
+        self._transactions = transactions
+
+    def transaction_context(self) -> Transactions | None:
+        return self._transactions
+
+
+def start_task(url: str, streams: str, *, offsets: Mapping[str, dict[str, object]] | None = None,
+               transactions: Transactions | None = None, batch_size: int = 10) -> HttpSourceTask:
+    """A started task, configured the way the connector configures it."""
+    connector = HttpSourceConnector()
+    connector.start({"url": url, "streams": streams, "topic": "events",
+                     "batch.size": str(batch_size), "poll.interval.ms": "10"})
+    (config,) = connector.task_configs(1)
+    task = HttpSourceTask()
+    task.initialize(Context(config, Committed(offsets or {}), transactions))  # type: ignore[arg-type]
+    task.start(config)
+    return task
+
+
+def poll_until(task: HttpSourceTask, count: int) -> list[list[SourceRecord]]:
+    """The non-empty batches polled until ``count`` records came (or 10 s passed)."""
+    batches: list[list[SourceRecord]] = []
+    deadline = time.monotonic() + 10
+    while sum(map(len, batches)) < count and time.monotonic() < deadline:
+        batch = task.poll()
+        if batch:
+            batches.append(batch)
+    return batches
+
+
+def by_stream(records: Iterable[SourceRecord]) -> dict[str, list[int]]:
+    out: dict[str, list[int]] = {}
+    for record in records:
+        out.setdefault(record.key, []).append(record.value.id)
+    return out
+
+
+def test_a_task_emits_every_event_once_in_order_with_the_offset_of_the_next_read() -> None:
+    with running(EventFeed(["orders", "refunds"], rate=0, max_events=N)) as server:
+        task = start_task(server.url, "orders,refunds")
+        records = [r for batch in poll_until(task, 2 * N) for r in batch]
+        assert task.poll() is None  # nothing new: an empty poll, after poll.interval.ms
+    assert by_stream(records) == {"orders": list(range(1, N + 1)),
+                                  "refunds": list(range(1, N + 1))}
+    for record in records:
+        stream, value = record.key, record.value
+        assert record.topic == "events"
+        assert record.source_partition == {"stream": stream}
+        assert record.source_offset == {"after": value.id}  # the next request's ?after=
+        assert value == Event(value.id, stream, ("created", "paid", "shipped")[value.id % 3],
+                              Decimal(event(value.id, N)["amount"]),
+                              datetime(2025, 1, 1, tzinfo=UTC) + timedelta(seconds=value.id),
+                              value.id % 4 == 0 or value.id % 7 == 0 or value.id == N)
+        assert record.timestamp == int(value.created_at.timestamp() * 1000)
+
+
+def test_a_restarted_task_resumes_right_after_the_committed_event() -> None:
+    with running(EventFeed(["orders", "refunds"], rate=0, max_events=N)) as server:
+        task = start_task(server.url, "orders,refunds", offsets={"orders": {"after": 17}})
+        records = [r for batch in poll_until(task, 2 * N - 17) for r in batch]
+    assert by_stream(records) == {"orders": list(range(18, N + 1)),
+                                  "refunds": list(range(1, N + 1))}
+
+
+def test_connector_boundaries_commit_whole_upstream_batches_of_one_stream() -> None:
+    transactions = Transactions()
+    with running(EventFeed(["orders", "refunds"], rate=0, max_events=N)) as server:
+        # Pages of 10 cut batches (they end at ids divisible by 4 or 7): the task
+        # must keep a transaction open across pages, and other streams out of it.
+        task = start_task(server.url, "orders,refunds", transactions=transactions)
+        batches = poll_until(task, 2 * N)
+    records = [r for batch in batches for r in batch]
+    assert by_stream(records) == {"orders": list(range(1, N + 1)),
+                                  "refunds": list(range(1, N + 1))}
+    cuts = [records.index(r) for r in transactions.commits]
+    assert cuts == sorted(cuts) and cuts[-1] == len(records) - 1
+    txns = [records[a + 1:b + 1] for a, b in zip([-1, *cuts], cuts, strict=False)]
+    assert all(len(by_stream(txn)) == 1 for txn in txns), "a transaction mixed streams"
+    assert all(txn[-1].value.end_of_batch for txn in txns), "a transaction ended mid-batch"
+    assert any(not batch[-1].value.end_of_batch for batch in batches), \
+        "no page cut a batch: the test would not see a transaction span polls"
+
+
+def test_a_failed_request_is_retried_without_skipping_anything() -> None:
+    feed = EventFeed(["orders"], rate=0, max_events=N)
+    with running(feed) as server:
+        url, port = server.url, server.server_address[1]
+    task = start_task(url, "orders")  # the feed is down: nothing listens there now
+    assert task.poll() is None
+    with running(feed, port=port):
+        records = [r for batch in poll_until(task, N) for r in batch]
+    assert by_stream(records) == {"orders": list(range(1, N + 1))}
+
+
+def test_a_committed_offset_the_task_cannot_resume_from_fails_its_start() -> None:
+    with pytest.raises(InvalidOffsetException,
+                       match=r"Stream 'refunds' has the committed offset \{'after': '17'\}"):
+        start_task("http://127.0.0.1:9", "orders,refunds", offsets={"refunds": {"after": "17"}})
+
+
+def test_a_stream_the_feed_does_not_have_fails_the_task_with_the_feeds_answer() -> None:
+    with running(EventFeed(["orders"], rate=0, max_events=N)) as server:
+        task = start_task(server.url, "nosuch")
+        with pytest.raises(ConnectError, match=r"Stream 'nosuch': GET .* answered 404: "
+                                               r".*no stream 'nosuch'; streams: orders"):
+            task.poll()
+
+
+def test_the_server_answers_pages_and_clear_errors() -> None:
+    feed = EventFeed(["orders"], rate=0, max_events=N)
+    with running(feed) as server:
+        page = httpx.get(f"{server.url}/streams/orders/events", params={"after": 40, "limit": 3})
+        assert page.json() == {"events": [event(41, N), event(42, N), event(43, N)]}
+        assert httpx.get(f"{server.url}/streams/nope/events").status_code == 404
+        bad = httpx.get(f"{server.url}/streams/orders/events", params={"limit": 0})
+        assert bad.status_code == 400 and "limit" in bad.json()["error"]
+    # A live feed shows whole upstream batches only.
+    live = EventFeed(["orders"], rate=1000)
+    for _ in range(20):
+        time.sleep(0.003)
+        assert ends_batch(live.visible()) or live.visible() == 0
+
+
+def config_errors(config: dict[str, str]) -> dict[str, list[str]]:
+    values = HttpSourceConnector().validate(config).config_values
+    return {v.name: v.errors for v in values if v.errors}
+
+
+def test_the_guides_config_is_valid_and_bad_values_are_named_by_key() -> None:
+    guide = json.loads((HTTP_SOURCE / "connect-http-source.json").read_text())["config"]
+    assert config_errors(guide) == {}
+    assert config_errors({"url": "ftp://feed", "streams": "orders,orders", "batch.size": "0"}) == {
+        "url": ["Invalid value ftp://feed for configuration url: Must be an http:// or https:// "
+                "URL without a query, such as http://127.0.0.1:8000"],
+        "streams": ["Invalid value orders,orders for configuration streams: Listed more than "
+                    "once: orders"],
+        "topic": ['Missing required configuration "topic" which has no default value.'],
+        "batch.size": ["Invalid value 0 for configuration batch.size: Value must be at least 1"],
+    }
+    with pytest.raises(ConfigException, match="configuration streams: List at least one stream"):
+        HttpSourceConnector().start({"url": "http://feed", "streams": "", "topic": "t"})
+
+
+def test_each_stream_goes_to_exactly_one_task() -> None:
+    connector = HttpSourceConnector()
+    connector.start({"url": "http://feed", "streams": "a,b,c", "topic": "t", "tasks.max": "2"})
+    assert [c[TASK_STREAMS] for c in connector.task_configs(2)] == ["a,c", "b"]
+    assert [c[TASK_STREAMS] for c in connector.task_configs(8)] == ["a", "b", "c"]
+    assert all(c["url"] == "http://feed" for c in connector.task_configs(8))
+
+
+def test_alter_offsets_accepts_what_a_task_can_resume_from_only() -> None:
+    connector = HttpSourceConnector()
+    assert connector.alter_offsets({}, [({"stream": "orders"}, {"after": 5}),
+                                        ({"stream": "refunds"}, None)]) is True
+    with pytest.raises(InvalidOffsetException, match="Stream 'orders'"):
+        connector.alter_offsets({}, [({"stream": "orders"}, {"after": -1})])
+    with pytest.raises(ConfigException, match="must be"):
+        connector.alter_offsets({}, [({"file": "x"}, {"after": 1})])
+
+
+def test_the_event_schema_is_derived_from_the_dataclass() -> None:
+    schema = schema_of(Event)
+    assert [(f.name, f.schema.type.value, f.schema.name) for f in schema.fields] == [
+        ("id", "int64", None), ("stream", "string", None), ("kind", "string", None),
+        ("amount", "bytes", "org.apache.kafka.connect.data.Decimal"),
+        ("created_at", "int64", "org.apache.kafka.connect.data.Timestamp"),
+        ("end_of_batch", "boolean", None)]

@@ -42,9 +42,9 @@ says, so a change on either side shows.
 Narrowed comparisons (``Call.narrowed`` says why; ``Call.project`` keeps what both
 runtimes share), where the same answer differs because the runtimes differ:
 
-* ``NOT_YET``: ``connectorsOnly=false`` lists sink connectors, transformations,
-  predicates and header converters on Java; this runtime has none yet (sources and
-  converters are compared);
+* ``NOT_YET``: ``connectorsOnly=false`` lists sink connectors and Java's own
+  source connectors on Java; the transformations, predicates, converters and
+  header converters are compared by class name and type;
 * ``FILE_FEATURES``: our file source has more keys (``files``, ``encoding``,
   ``poll.idle.ms``) and tells each task its files (``file.task.files``);
 * ``ONE_ERROR_PER_KEY``: for ``tasks.max=x`` Java reports the parse error and then
@@ -131,7 +131,9 @@ REFUSED_OFFSETS = Intended(500, 400, "Connect passes the connector's refusal of 
                            "client's error, so we answer 400 with the reason")
 INTENDED = (MALFORMED, NULL_CONFIG, REFUSED_OFFSETS)
 
-NOT_YET = "plugin types this runtime does not have yet (transforms arrive with issue 13)"
+NOT_YET = ("plugins this runtime does not have: sink connectors, and Java's own source "
+           "connectors (its transforms, predicates and converters are compared by name)")
+SHARED_PLUGIN_TYPES = {"transformation", "predicate", "converter", "header_converter"}
 FILE_FEATURES = "our file source's extra keys: several files, an encoding, an idle poll"
 ONE_ERROR_PER_KEY = "Java adds a second error for a value it could not parse"
 FILE_EXTRA_KEYS = frozenset({"files", "encoding", "poll.idle.ms"})
@@ -380,7 +382,8 @@ def sequence(prefix: str, input_file: Path, topic: str) -> list[Step]:
         Call("plugins", "GET", "/connector-plugins", project=plugin_entry),
         Call("plugins shape", "GET", "/connector-plugins", values=False),
         Call("all plugins", "GET", "/connector-plugins?connectorsOnly=false",
-             project=lambda ps: sorted({p["type"] for p in ps} & {"source", "converter"}),
+             project=lambda ps: sorted((p["class"], p["type"]) for p in ps
+                                       if p["type"] in SHARED_PLUGIN_TYPES),
              narrowed=NOT_YET),
         Call("plugin config (alias)", "GET", "/connector-plugins/FileStreamSource/config",
              project=lambda keys: sorted(set(sorted_names(keys)) - FILE_EXTRA_KEYS),

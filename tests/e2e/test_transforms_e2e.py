@@ -4,7 +4,10 @@
    (one negated) and a user's own predicate (found by import path on the
    executors): the output, read with ``read_committed``, is checked exactly, and
    the offsets of the records the chain dropped still advance.
-2. (``kafka_connect``) Kafka Connect 4.1.1 and this runtime list the same
+2. Every other bundled transform and predicate runs on a worker too: on
+   schemaless records (a second sequence connector) and on Struct records with
+   their schema (the SQL source on SQLite, written with Connect's JSON envelope).
+3. (``kafka_connect``) Kafka Connect 4.1.1 and this runtime list the same
    transformations and predicates, describe their keys the same way, and
    answer ``PUT .../config/validate`` with configs using them in the same shape
    (the intended differences are asserted too).
@@ -243,3 +246,107 @@ def test_listing_keys_and_validation_match_kafka_connect(
                 [part[:2] for part in plugin_part(java_infos)], case
     finally:
         java.stop()
+
+
+def wait_for_records(bootstrap: str, topic: str, count: int) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = wait_for(
+        lambda: (lambda rs: rs if len(rs) >= count else None)(read_topic(bootstrap, topic)),
+        120, f"{count} records in {topic}", interval=1)
+    return found
+
+
+def test_the_other_transforms_and_predicates_run_on_a_worker(
+        worker: WorkerProcess, unique_name: Callable[[str], str]) -> None:
+    """Every bundled transform and predicate the chain above does not use, on schemaless
+    records (sequence connector) and on records with a schema (SQL source, SQLite)."""
+    base = unique_name("smt2")
+    routed = f"{base}-routed"  # TimestampRouter's output: topic + a literal 'routed'
+    create_topic(worker.bootstrap, routed)
+    name = unique_name("others")
+    config = {
+        "connector.class": SEQ, "tasks.max": "1", "topic": base, "partitions": "1",
+        "max.records": "10", "record.size.bytes": "0", "exactly.once.support": "required",
+        "transforms": "hoist,flat,mask,cast,ts,tsconv,key,extract,hdr,had,drophdr,tomb,route",
+        "transforms.hoist.type": f"{PKG}.HoistField$Value", "transforms.hoist.field": "data",
+        "transforms.flat.type": f"{PKG}.Flatten$Value", "transforms.flat.delimiter": "_",
+        "transforms.mask.type": f"{PKG}.MaskField$Value", "transforms.mask.fields": "data_pad",
+        "transforms.mask.replacement": "***",
+        "transforms.cast.type": f"{PKG}.Cast$Value", "transforms.cast.spec": "data_seq:string",
+        "transforms.ts.type": f"{PKG}.InsertField$Value", "transforms.ts.timestamp.field": "ts",
+        "transforms.tsconv.type": f"{PKG}.TimestampConverter$Value",
+        "transforms.tsconv.field": "ts", "transforms.tsconv.target.type": "unix",
+        "transforms.key.type": f"{PKG}.ValueToKey", "transforms.key.fields": "data_partition",
+        "transforms.extract.type": f"{PKG}.ExtractField$Key",
+        "transforms.extract.field": "data_partition",
+        "transforms.hdr.type": f"{PKG}.HeaderFrom$Value", "transforms.hdr.fields": "data_task",
+        "transforms.hdr.headers": "task", "transforms.hdr.operation": "move",
+        "transforms.had.type": f"{PKG}.InsertHeader", "transforms.had.header": "had",
+        "transforms.had.value.literal": "task", "transforms.had.predicate": "hasTask",
+        "transforms.drophdr.type": f"{PKG}.DropHeaders", "transforms.drophdr.headers": "task",
+        "transforms.tomb.type": f"{PKG}.Filter", "transforms.tomb.predicate": "tomb",
+        "transforms.route.type": f"{PKG}.TimestampRouter",
+        "transforms.route.topic.format": "${topic}-${timestamp}",
+        "transforms.route.timestamp.format": "'routed'",
+        "predicates": "hasTask,tomb",
+        "predicates.hasTask.type": f"{PKG}.predicates.HasHeaderKey",
+        "predicates.hasTask.name": "task",
+        "predicates.tomb.type": f"{PKG}.predicates.RecordIsTombstone",
+    }
+    r = worker.rest("POST", "/connectors", json={"name": name, "config": config})
+    assert r.status_code == 201, r.text
+    records = wait_for_records(worker.bootstrap, routed, 10)
+    assert worker.task_states(name) == ["RUNNING"], worker.tail()
+    assert worker.rest("DELETE", f"/connectors/{name}").status_code == 204
+    assert len(records) == 10
+    for n, rec in enumerate(records):
+        value = rec["value"]
+        ts = value.pop("ts")
+        assert value == {"data_partition": 0, "data_seq": str(n), "data_pad": "***"}
+        assert isinstance(ts, int) and ts > 1_700_000_000_000  # epoch ms, from the record
+        assert rec["key"] == b"0"  # ValueToKey then ExtractField$Key: the partition
+        assert rec["headers"] == [("had", b"task")]  # HeaderFrom moved, InsertHeader, Drop
+
+
+def test_transforms_rewrite_schemas_on_a_worker(
+        worker: WorkerProcess, tmp_path: Path, unique_name: Callable[[str], str]) -> None:
+    """Struct records with their schema (SQL source, SQLite): schema-aware transforms and
+    Connect's JSON envelope, through a per-connector value.converter override."""
+    import sqlite3
+
+    db = tmp_path / "items.db"
+    with sqlite3.connect(db) as conn:
+        conn.execute("CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT NOT NULL, "
+                     "amount REAL NOT NULL)")
+        conn.executemany("INSERT INTO items (id, name, amount) VALUES (?, ?, ?)",
+                         [(i, f"item-{i}", i + 0.5) for i in range(1, 6)])
+    prefix = unique_name("sql-smt") + "-"
+    create_topic(worker.bootstrap, prefix + "items")
+    name = unique_name("schemas")
+    config = {
+        "connector.class": "SqlSourceConnector", "tasks.max": "1",
+        "connection.url": f"sqlite:///{db}", "mode": "incrementing",
+        "incrementing.column.name": "id", "table.whitelist": "items", "topic.prefix": prefix,
+        "poll.interval.ms": "200", "exactly.once.support": "required",
+        "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+        "value.converter.schemas.enable": "true",
+        "transforms": "meta,rename,cast,mask",
+        "transforms.meta.type": f"{PKG}.SetSchemaMetadata$Value",
+        "transforms.meta.schema.name": "shop.Item", "transforms.meta.schema.version": "3",
+        "transforms.rename.type": f"{PKG}.ReplaceField$Value",
+        "transforms.rename.renames": "name:title",
+        "transforms.cast.type": f"{PKG}.Cast$Value", "transforms.cast.spec": "amount:string",
+        "transforms.mask.type": f"{PKG}.MaskField$Value", "transforms.mask.fields": "id",
+    }
+    r = worker.rest("POST", "/connectors", json={"name": name, "config": config})
+    assert r.status_code == 201, r.text
+    records = wait_for_records(worker.bootstrap, prefix + "items", 5)
+    assert worker.task_states(name) == ["RUNNING"], worker.tail()
+    assert worker.rest("DELETE", f"/connectors/{name}").status_code == 204
+    assert len(records) == 5
+    for i, rec in enumerate(records, start=1):
+        schema, payload = rec["value"]["schema"], rec["value"]["payload"]
+        assert (schema["type"], schema["name"], schema["version"]) == ("struct", "shop.Item", 3)
+        assert [(f["field"], f["type"]) for f in schema["fields"]] == [
+            ("id", schema["fields"][0]["type"]), ("title", "string"), ("amount", "string")]
+        assert schema["fields"][0]["type"] in ("int32", "int64")
+        assert payload == {"id": 0, "title": f"item-{i}", "amount": str(i + 0.5)}

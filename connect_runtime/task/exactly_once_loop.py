@@ -115,6 +115,7 @@ class ExactlyOnceTaskLoop(TaskLoop):
         self.transaction_timeout_s = transaction_timeout_s
         self.stats = TransactionStats()
         self._in_txn = False
+        self._txn_began = 0.0  # monotonic time of the open transaction's begin
         self._txn_records: list[SourceRecord] = []
         self._txn_metadata: list[RecordMetadata | None] = []
         self._txn_size = 0
@@ -151,14 +152,36 @@ class ExactlyOnceTaskLoop(TaskLoop):
             self._end_transaction(decision)
 
     def _on_failure(self, error: BaseException) -> Outcome | None:
+        age = time.monotonic() - self._txn_began if self._in_txn else 0.0
         if isinstance(error, ProducerFencedError) or _as_fenced(error) is not None:
+            self._in_txn = False
+            self._raise_if_timed_out(error, age)
             return self._fenced()
         abort_error = self._abort_quietly()
         # librdkafka may report fencing to produce() as a bare _FATAL error; the
         # abort then names the real cause.
         if abort_error is not None and _as_fenced(abort_error) is not None:
+            self._raise_if_timed_out(abort_error, age)
             return self._fenced()
         return None
+
+    def _raise_if_timed_out(self, error: BaseException, age: float) -> None:
+        """A transaction open longer than ``transaction.timeout.ms`` (``age`` seconds,
+        0 if none was open) was aborted by the broker, which bumps the producer's
+        epoch: librdkafka then reports fencing, though no other producer exists.
+        That is the task's failure, not a zombie's quiet end: say what happened
+        and how to fix it."""
+        if age < self.transaction_timeout_s:
+            return
+        raise ConnectError(
+            f"Task {self.label}: its transaction stayed open {age:.0f}s, longer than "
+            f"transaction.timeout.ms ({self.transaction_timeout_s:.0f}s), so the broker "
+            "aborted it and fenced the task's producer; nothing of it was committed. "
+            + ("The task must end its transactions sooner (TransactionContext."
+               "commit_transaction), or raise producer.override.transaction.timeout.ms"
+               if self.boundary.context is not None else
+               "Shorten transaction.boundary.interval.ms or raise "
+               "producer.override.transaction.timeout.ms")) from error
 
     def _fenced(self) -> Outcome:
         log.info("Task %s was fenced by a newer generation; stopping quietly", self.label)
@@ -251,6 +274,7 @@ class ExactlyOnceTaskLoop(TaskLoop):
         except Exception as e:
             raise translate_kafka_error(e, f"begin_transaction for task {self.label}") from e
         self._in_txn = True
+        self._txn_began = time.monotonic()
         self.boundary.transaction_began()
 
     def _end_transaction(self, decision: Decision) -> None:

@@ -21,7 +21,7 @@ from kafka_helpers import read_topic, transaction_sizes
 from connect_runtime.api.record import SourceRecord
 from connect_runtime.api.task import SourceTask
 from connect_runtime.converters import load_converter
-from connect_runtime.errors import DataException, InvalidOffsetException
+from connect_runtime.errors import ConnectError, DataException, InvalidOffsetException
 from connect_runtime.task.boundaries import BoundaryPolicy, TaskTransactionContext
 from connect_runtime.task.exactly_once_loop import ExactlyOnceTaskLoop
 from connect_runtime.task.loop import LoopDeps, LoopSignals, Outcome
@@ -341,3 +341,44 @@ def test_a_value_no_converter_can_encode_fails_the_batch_and_commits_nothing(
         run_until(loop, lambda: False, timeout=5)
     assert read_committed(kafka_bootstrap, out) == []
     assert read_committed(kafka_bootstrap, offsets) == []
+
+
+class Endless(ScriptedTask):
+    """One record per poll, forever, and never asks to commit."""
+
+    def __init__(self, topic: str) -> None:
+        super().__init__([])
+        self.topic, self.n = topic, 0
+
+    def poll(self) -> list[SourceRecord] | None:
+        time.sleep(0.05)
+        self.n += 1
+        return records(self.topic, self.n, 1)
+
+
+def test_a_transaction_the_broker_timed_out_fails_the_task_saying_so(
+        kafka_bootstrap: str, topics: tuple[str, str], unique_name: Callable[[str], str]) -> None:
+    """The broker aborts a transaction open past transaction.timeout.ms and bumps the
+    producer's epoch; librdkafka reports fencing. No other producer exists: the task
+    fails with what happened and the fix, instead of stopping as a fenced zombie."""
+    from confluent_kafka import Producer
+
+    out, offsets = topics
+    producer = Producer({"bootstrap.servers": kafka_bootstrap, "linger.ms": 5,
+                         "transactional.id": unique_name("txn"), "transaction.timeout.ms": 2000})
+    producer.init_transactions(30)
+    ctx = TaskTransactionContext()
+    loop = ExactlyOnceTaskLoop(LoopDeps(
+        label="c-0", connector="c", task=Endless(out), producer=producer, offsets_topic=offsets,
+        forbidden_topics=frozenset({offsets}),
+        key_converter=load_converter("StringConverter", {}, True),
+        value_converter=load_converter("JsonConverter", {}, False),
+        signals=LoopSignals()), boundary=BoundaryPolicy("connector", 0, ctx),
+        transaction_timeout_s=2)
+    with pytest.raises(ConnectError) as failed:
+        run_until(loop, lambda: False, timeout=60)
+    message = str(failed.value)
+    assert "longer than transaction.timeout.ms (2s)" in message, message
+    assert "commit_transaction" in message and "producer.override.transaction.timeout.ms" \
+        in message
+    assert read_committed(kafka_bootstrap, out) == []

@@ -58,7 +58,12 @@ class CommittedTail:
                              "isolation.level": "read_committed",
                              "enable.auto.commit": False, "fetch.wait.max.ms": 50})
         admin = AdminClient({"bootstrap.servers": self._bootstrap})
+        # Topics created a moment ago may reach this client's metadata a little later.
+        deadline = time.monotonic() + 30
         meta = admin.list_topics(timeout=30).topics
+        while any(t not in meta for t in self._topics) and time.monotonic() < deadline:
+            time.sleep(0.2)
+            meta = admin.list_topics(timeout=30).topics
         consumer.assign([TopicPartition(t, p, 0) for t in self._topics
                          for p in meta[t].partitions])
         try:

@@ -148,13 +148,14 @@ def test_a_dropped_table_fails_the_task_readably(database: Database) -> None:
 
 def test_timestamp_incrementing_sees_inserts_and_updates_once(database: Database) -> None:
     items = items_table(database)
-    database.insert(items, *({"name": f"n{i}", "updated": past(60)} for i in range(3)))
+    when = past(60)  # once: two calls may fall in different seconds
+    database.insert(items, *({"name": f"n{i}", "updated": when} for i in range(3)))
     name = table_name(database, "items")
     config = task_config(database, "timestamp+incrementing", [name], batch_max_rows="2")
     task = started(config)
     records = drain(task, max_batch=2)
     assert ids(records) == [1, 2, 3]
-    ms = int((past(60) - datetime.datetime(1970, 1, 1)).total_seconds() * 1000)
+    ms = int((when - datetime.datetime(1970, 1, 1)).total_seconds() * 1000)
     assert records[0].source_offset == {"incrementing": 1, "timestamp": ms, "timestamp_nanos": 0}
     database.execute(items.update().where(items.c.id == 1).values(name="changed",
                                                                  updated=past(30)))

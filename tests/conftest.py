@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 import uuid
 from collections.abc import Callable, Iterator
@@ -28,12 +29,14 @@ def kafka_bootstrap() -> Iterator[str]:
     if existing:
         yield existing
         return
-    broker = Broker(Path(tempfile.mkdtemp(prefix="connect-test-kafka-")), free_port_pair())
+    data_dir = Path(tempfile.mkdtemp(prefix="connect-test-kafka-"))
+    broker = Broker(data_dir, free_port_pair())
     broker.start()
     try:
         yield broker.bootstrap
     finally:
         broker.stop()
+        shutil.rmtree(data_dir, ignore_errors=True)  # its logs and data: leave nothing behind
 
 
 @pytest.fixture(scope="session")

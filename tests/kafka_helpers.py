@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 KAFKA_SH = str(Path(__file__).resolve().parents[1] / "deploy" / "kafka.sh")
@@ -115,8 +115,7 @@ def read_topic(bootstrap: str, topic: str, isolation: str = "read_committed",
     consumer.assign(tps)
     ends = {}
     for tp in tps:
-        _, high = consumer.get_watermark_offsets(TopicPartition(topic, tp.partition), timeout=10)
-        ends[tp.partition] = high
+        ends[tp.partition] = _high_watermark(consumer, TopicPartition(topic, tp.partition))
     out: list[dict[str, Any]] = []
     deadline = time.monotonic() + timeout
     try:
@@ -135,6 +134,26 @@ def read_topic(bootstrap: str, topic: str, isolation: str = "read_committed",
     finally:
         consumer.close()
     return out
+
+
+_SETTLING = (KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE,
+             KafkaError.UNKNOWN_TOPIC_OR_PART)
+
+
+def _high_watermark(consumer: Consumer, tp: TopicPartition, timeout: float = 15) -> int:
+    """The partition's high watermark; a topic created a moment ago may answer
+    NOT_LEADER_FOR_PARTITION until its leader serves it, so that is retried."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            _, high = consumer.get_watermark_offsets(tp, timeout=10)
+            return int(high)
+        except KafkaException as e:
+            error = e.args[0]
+            settling = error.retriable() or error.code() in _SETTLING
+            if not settling or time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
 
 
 def sequences(records: list[dict[str, Any]]) -> dict[int, list[int]]:

@@ -282,6 +282,12 @@ def _type_name(value: Any) -> str:
     return type(value).__name__
 
 
+def originals_with_prefix(configs: Mapping[str, Any], prefix: str) -> dict[str, Any]:
+    """The keys of ``configs`` that start with ``prefix``, with it stripped (Connect's
+    ``originalsWithPrefix``): a converter's or a transform's own sub-config."""
+    return {k[len(prefix):]: v for k, v in configs.items() if k.startswith(prefix)}
+
+
 def parse_type(name: str, value: Any, type: Type) -> Any:
     """Convert ``value`` (a string, or already the right Python type) to ``type``.
 

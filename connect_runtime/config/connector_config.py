@@ -39,6 +39,7 @@ from connect_runtime.api.config_def import (
     Type,
     ValidString,
     Width,
+    originals_with_prefix,
 )
 from connect_runtime.converters import resolve_converter_class, resolve_header_converter_class
 from connect_runtime.errors import ConfigException
@@ -502,7 +503,7 @@ class ConnectorConfig:
 
     def originals_with_prefix(self, prefix: str) -> dict[str, str]:
         """Keys starting with ``prefix``, with the prefix stripped (e.g. converter sub-configs)."""
-        return {k[len(prefix):]: v for k, v in self.originals.items() if k.startswith(prefix)}
+        return originals_with_prefix(self.originals, prefix)
 
     def client_overrides(self, prefix: str) -> dict[str, str]:
         """librdkafka overrides for one client: ``producer.override.*`` etc., prefix stripped.

@@ -36,6 +36,7 @@ Invariants:
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from connect_runtime import __version__
@@ -179,45 +180,43 @@ def _import_class(name: str) -> Any:
         return None
 
 
+def _resolve(name: str, config_key: str, builtin: Mapping[str, type[Any]], protocol: type,
+             kind: str, plural: str, listed: Callable[[], list[str]],
+             methods: str) -> type[Any]:
+    """The ``kind`` class named ``name``: a built-in or alias from ``builtin``, else an
+    importable ``module.Class`` that has ``protocol``'s methods. Errors name ``config_key``."""
+    name = name.strip()
+    if name in builtin:
+        return builtin[name]
+    cls = _import_class(name)
+    if cls is None:
+        raise ConfigException(
+            f"Failed to find any class that implements {kind} and which name matches "
+            f"{name}, available {plural} are: {', '.join(listed())}",
+            name=config_key, value=name)
+    if not isinstance(cls, type) or not issubclass(cls, protocol):
+        raise ConfigException(f"{name} is not a {kind} (it needs {methods} methods)",
+                              name=config_key, value=name)
+    return cls
+
+
 def resolve_converter_class(class_name: str, config_key: str) -> type[Any]:
     """The converter class named ``class_name``: a built-in or alias, or ``module.Class``.
 
     Raises ConfigException naming ``config_key`` (``key.converter`` or
     ``value.converter``) if it cannot be found or is not a converter.
     """
-    name = class_name.strip()
-    if name in _BUILTIN:
-        return _BUILTIN[name]
-    cls = _import_class(name)
-    if cls is None:
-        available = ", ".join(listed_converter_names())
-        raise ConfigException(
-            f"Failed to find any class that implements Converter and which name matches "
-            f"{name}, available converters are: {available}", name=config_key, value=name)
-    if not isinstance(cls, type) or not issubclass(cls, Converter):
-        raise ConfigException(f"{name} is not a Converter (it needs configure and "
-                              "from_connect methods)", name=config_key, value=name)
-    return cls
+    return _resolve(class_name, config_key, _BUILTIN, Converter, "Converter", "converters",
+                    listed_converter_names, "configure and from_connect")
 
 
 def resolve_header_converter_class(class_name: str,
                                    config_key: str = HEADER_CONVERTER_CONFIG) -> type[Any]:
     """The header converter class named ``class_name`` (a built-in, alias or
     ``module.Class``). Raises ConfigException naming ``config_key``."""
-    name = class_name.strip()
-    if name in _BUILTIN_HEADER:
-        return _BUILTIN_HEADER[name]
-    cls = _import_class(name)
-    if cls is None:
-        available = ", ".join(listed_header_converter_names())
-        raise ConfigException(
-            f"Failed to find any class that implements HeaderConverter and which name "
-            f"matches {name}, available header converters are: {available}",
-            name=config_key, value=name)
-    if not isinstance(cls, type) or not issubclass(cls, HeaderConverter):
-        raise ConfigException(f"{name} is not a HeaderConverter (it needs configure and "
-                              "from_connect_header methods)", name=config_key, value=name)
-    return cls
+    return _resolve(class_name, config_key, _BUILTIN_HEADER, HeaderConverter,
+                    "HeaderConverter", "header converters", listed_header_converter_names,
+                    "configure and from_connect_header")
 
 
 def load_converter(

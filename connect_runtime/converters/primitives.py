@@ -26,20 +26,33 @@ if TYPE_CHECKING:
     from connect_runtime.api.schema import Schema
 
 
-class _NumberConverter:
+class _OneValueConverter:
+    """What Connect's one-value converters share: no keys of their own (Connect's
+    only key, ``converter.type``, is set by the worker), and the same bytes as a
+    header converter as for a key or value."""
+
+    @staticmethod
+    def config_def() -> ConfigDef:
+        """No keys."""
+        return ConfigDef()
+
+    def configure(self, configs: dict[str, str], is_key: bool = False) -> None:
+        pass
+
+    def from_connect(self, topic: str, schema: Schema | None, value: Any) -> bytes | None:
+        raise NotImplementedError
+
+    def from_connect_header(self, topic: str, header_key: str, schema: Schema | None,
+                            value: Any) -> bytes | None:
+        return self.from_connect(topic, schema, value)
+
+
+class _NumberConverter(_OneValueConverter):
     """Connect's NumberConverter: one Kafka serializer, the schema ignored."""
 
     _type_name: ClassVar[str]
     _format: ClassVar[struct.Struct]
     _floating: ClassVar[bool] = False
-
-    @staticmethod
-    def config_def() -> ConfigDef:
-        """No keys of its own (Connect's only key, ``converter.type``, is set by the worker)."""
-        return ConfigDef()
-
-    def configure(self, configs: dict[str, str], is_key: bool = False) -> None:
-        pass
 
     def from_connect(self, topic: str, schema: Schema | None, value: Any) -> bytes | None:
         if value is None:
@@ -55,10 +68,6 @@ class _NumberConverter:
         except (struct.error, OverflowError) as e:
             raise DataException(f"Failed to serialize {value!r} to {self._type_name} for topic "
                                 f"{topic!r}: {e}") from None
-
-    def from_connect_header(self, topic: str, header_key: str, schema: Schema | None,
-                            value: Any) -> bytes | None:
-        return self.from_connect(topic, schema, value)
 
 
 class ShortConverter(_NumberConverter):
@@ -98,15 +107,8 @@ class DoubleConverter(_NumberConverter):
     _floating = True
 
 
-class BooleanConverter:
+class BooleanConverter(_OneValueConverter):
     """Connect's BooleanConverter: one byte, 1 for true and 0 for false."""
-
-    @staticmethod
-    def config_def() -> ConfigDef:
-        return ConfigDef()
-
-    def configure(self, configs: dict[str, str], is_key: bool = False) -> None:
-        pass
 
     def from_connect(self, topic: str, schema: Schema | None, value: Any) -> bytes | None:
         if schema is not None and schema.type is not SchemaType.BOOLEAN:
@@ -121,20 +123,9 @@ class BooleanConverter:
         raise DataException(f"BooleanConverter is not compatible with objects of type "
                             f"{type(value).__name__} (topic {topic!r})")
 
-    def from_connect_header(self, topic: str, header_key: str, schema: Schema | None,
-                            value: Any) -> bytes | None:
-        return self.from_connect(topic, schema, value)
 
-
-class ByteArrayConverter:
+class ByteArrayConverter(_OneValueConverter):
     """Connect's ByteArrayConverter: bytes, bytearray or memoryview as they are."""
-
-    @staticmethod
-    def config_def() -> ConfigDef:
-        return ConfigDef()
-
-    def configure(self, configs: dict[str, str], is_key: bool = False) -> None:
-        pass
 
     def from_connect(self, topic: str, schema: Schema | None, value: Any) -> bytes | None:
         if schema is not None and schema.type is not SchemaType.BYTES:
@@ -146,7 +137,3 @@ class ByteArrayConverter:
             return bytes(value)
         raise DataException(f"ByteArrayConverter is not compatible with objects of type "
                             f"{type(value).__name__} (topic {topic!r})")
-
-    def from_connect_header(self, topic: str, header_key: str, schema: Schema | None,
-                            value: Any) -> bytes | None:
-        return self.from_connect(topic, schema, value)

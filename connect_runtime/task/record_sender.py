@@ -126,6 +126,10 @@ class RecordSender:
         # Records go one by one through steps 0-3 with the error handler when a
         # chain or a non-default errors.* setting needs it; else the fast path.
         self._processed = transforms is not None or not self.errors.passive
+        # The class the error handler names for each conversion stage, found once.
+        self._stage_classes = {stage: _class_name(converter) for stage, converter in (
+            ("KEY_CONVERTER", key_converter), ("VALUE_CONVERTER", value_converter),
+            ("HEADER_CONVERTER", header_converter))}
         self._key_fast = fast_encoder(key_converter)
         self._value_fast = fast_encoder(value_converter)
         self._checked_topics: set[str] = set()
@@ -218,17 +222,17 @@ class RecordSender:
             self._use_topic(topic)
         try:
             key = None if transformed.key is None else errors.execute(
-                "KEY_CONVERTER", _class_name(self.key_converter), transformed,
+                "KEY_CONVERTER", self._stage_classes["KEY_CONVERTER"], transformed,
                 lambda: self._convert_one(self.key_converter, topic, transformed.key_schema,
                                           transformed.key, "key"))
             value = None if transformed.value is None else errors.execute(
-                "VALUE_CONVERTER", _class_name(self.value_converter), transformed,
+                "VALUE_CONVERTER", self._stage_classes["VALUE_CONVERTER"], transformed,
                 lambda: self._convert_one(self.value_converter, topic,
                                           transformed.value_schema, transformed.value, "value"))
             headers = transformed.headers
             if headers is not None:
                 headers = errors.execute(
-                    "HEADER_CONVERTER", _class_name(self.header_converter), transformed,
+                    "HEADER_CONVERTER", self._stage_classes["HEADER_CONVERTER"], transformed,
                     lambda: self._convert_headers(topic, transformed.headers or []))
         except RecordSkipped:
             return False
@@ -240,10 +244,8 @@ class RecordSender:
     def _transform(self, record: SourceRecord) -> SourceRecord | None:
         """Step 0: the chain, each stage under the error handler; None if dropped."""
         assert self.transforms is not None
-        key_schema, key = ((record.key_schema, record.key) if record.key_schema is not None
-                           else infer(record.key))
-        value_schema, value = ((record.value_schema, record.value)
-                               if record.value_schema is not None else infer(record.value))
+        key_schema, key = _with_schema(record.key_schema, record.key)
+        value_schema, value = _with_schema(record.value_schema, record.value)
         if key is not record.key or value is not record.value:
             record = dataclasses.replace(record, key=key, key_schema=key_schema, value=value,
                                          value_schema=value_schema)
@@ -290,8 +292,7 @@ class RecordSender:
 
     def _convert_one(self, converter: Converter, topic: str, schema: Schema | None,
                      data: Any, what: str) -> bytes | None:
-        if schema is None:
-            schema, data = infer(data)
+        schema, data = _with_schema(schema, data)
         try:
             return converter.from_connect(topic, schema, data)
         except DataException:
@@ -390,6 +391,12 @@ class RecordSender:
                 "topic.creation.default.replication.factor and "
                 "topic.creation.default.partitions (KIP-158), or enable "
                 "auto.create.topics.enable on the brokers")
+
+
+def _with_schema(schema: Schema | None, value: Any) -> tuple[Schema | None, Any]:
+    """``(schema, value)`` as given, or, without a schema, what :func:`infer` derives
+    (a dataclass instance becomes a Struct of its schema)."""
+    return (schema, value) if schema is not None else infer(value)
 
 
 def _class_name(obj: object) -> str:

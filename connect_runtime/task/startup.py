@@ -36,6 +36,7 @@ from urllib.parse import quote
 
 import httpx
 
+from connect_runtime.api.config_def import originals_with_prefix
 from connect_runtime.api.task import OffsetStorageReader, SourceTask, TransactionContext
 from connect_runtime.config.connector_config import ConnectorConfig
 from connect_runtime.converters import (
@@ -71,6 +72,7 @@ log = logging.getLogger(__name__)
 FENCE_REQUEST_TIMEOUT_S = 90.0
 CONFIG_READ_TIMEOUT_S = 60.0
 DEFAULT_TRANSACTION_TIMEOUT_MS = 60000
+DEFAULT_CONVERTER = "connect_runtime.converters.JsonConverter"
 DEFAULT_HEADER_CONVERTER = "org.apache.kafka.connect.storage.SimpleHeaderConverter"
 
 
@@ -222,24 +224,26 @@ def load_task_class(path: str) -> type[SourceTask]:
     return cls
 
 
+def _converter_choice(spec: TaskSpec, connector_config: dict[str, str], kind: str,
+                      default: str) -> tuple[str, dict[str, str]]:
+    """(class name, sub-config) of converter key ``kind``: the connector's if it sets
+    one, else the worker's, else ``default``; the sub-config comes with the choice."""
+    source = connector_config if connector_config.get(kind) else spec.worker_converters
+    return source.get(kind) or default, originals_with_prefix(source, kind + ".")
+
+
 def _converters(spec: TaskSpec, connector_config: dict[str, str]) -> tuple[Converter, Converter]:
-    out = []
-    for kind in ("key.converter", "value.converter"):
-        source = connector_config if connector_config.get(kind) else spec.worker_converters
-        class_name = source.get(kind) or "connect_runtime.converters.JsonConverter"
-        prefix = kind + "."
-        sub = {k[len(prefix):]: v for k, v in source.items() if k.startswith(prefix)}
-        out.append(load_converter(class_name, sub, kind == "key.converter", config_key=kind))
-    return out[0], out[1]
+    key, value = (load_converter(*_converter_choice(spec, connector_config, kind,
+                                                    DEFAULT_CONVERTER),
+                                 is_key=kind == "key.converter", config_key=kind)
+                  for kind in ("key.converter", "value.converter"))
+    return key, value
 
 
 def _header_converter(spec: TaskSpec, connector_config: dict[str, str]) -> HeaderConverter:
     """``header.converter`` of the connector, else the worker's, else Connect's default."""
-    kind = "header.converter"
-    source = connector_config if connector_config.get(kind) else spec.worker_converters
-    class_name = source.get(kind) or DEFAULT_HEADER_CONVERTER
-    sub = {k[len(kind) + 1:]: v for k, v in source.items() if k.startswith(kind + ".")}
-    return load_header_converter(class_name, sub)
+    return load_header_converter(*_converter_choice(spec, connector_config, "header.converter",
+                                                    DEFAULT_HEADER_CONVERTER))
 
 
 def _topic_creator(spec: TaskSpec,

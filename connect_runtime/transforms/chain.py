@@ -38,7 +38,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from connect_runtime.api.config_def import ConfigDef, Importance, Type, parse_type
+from connect_runtime.api.config_def import (
+    ConfigDef,
+    Importance,
+    Type,
+    originals_with_prefix,
+    parse_type,
+)
 from connect_runtime.errors import ConfigException
 from connect_runtime.transforms import registry
 from connect_runtime.transforms.base import Bundled, stage_label
@@ -154,7 +160,7 @@ def _aliases(config: Mapping[str, str], kind: PluginKind) -> list[str]:
 
 def _stage(config: Mapping[str, str], alias: str, predicates: list[str]) -> Stage:
     prefix = TRANSFORMATION.prefix(alias)
-    own = _own_keys(config, prefix)
+    own = originals_with_prefix(config, prefix)
     implicit = parse_prefixed(IMPLICIT_TRANSFORM_KEYS, own, prefix)
     predicate_alias, negate = implicit[PREDICATE_KEY], implicit[NEGATE_KEY]
     if NEGATE_KEY in own and predicate_alias is None:
@@ -172,16 +178,12 @@ def _stage(config: Mapping[str, str], alias: str, predicates: list[str]) -> Stag
         return Stage(alias, _label(TRANSFORMATION, alias, transformation), transformation)
     try:
         predicate = _plugin(config, PREDICATE, predicate_alias,
-                            _own_keys(config, PREDICATE.prefix(predicate_alias)))
+                            originals_with_prefix(config, PREDICATE.prefix(predicate_alias)))
     except BaseException:
         transformation.close()
         raise
     return Stage(alias, _label(TRANSFORMATION, alias, transformation), transformation,
                  predicate, negate)
-
-
-def _own_keys(config: Mapping[str, str], prefix: str) -> dict[str, str]:
-    return {k[len(prefix):]: v for k, v in config.items() if k.startswith(prefix)}
 
 
 def _check_predicate_config(config: Mapping[str, str], alias: str) -> None:
@@ -190,7 +192,7 @@ def _check_predicate_config(config: Mapping[str, str], alias: str) -> None:
     cls = _resolve(config, PREDICATE, prefix)
     # Made only to ask for its keys, as Connect does: never configured, so not closed.
     plugin = registry.instantiate(cls, prefix + "type")
-    parse_prefixed(registry.config_def_of(plugin), _own_keys(config, prefix), prefix)
+    parse_prefixed(registry.config_def_of(plugin), originals_with_prefix(config, prefix), prefix)
 
 
 def _resolve(config: Mapping[str, str], kind: PluginKind, prefix: str) -> type:

@@ -35,6 +35,7 @@ from connect_runtime.api.config_def import (
     Importance,
     Type,
     Width,
+    originals_with_prefix,
     parse_type,
 )
 from connect_runtime.errors import ConfigException
@@ -211,8 +212,7 @@ def _check_predicate_listed(config: Mapping[str, str | None], prefix: str,
 def _dry_run(plugin: Bundled, config: Mapping[str, str | None], alias: str, prefix: str,
              values: list[ConfigValue]) -> None:
     """Configure a bundled plugin (pure) to catch what its keys alone cannot show."""
-    own = {k[len(prefix):]: v for k, v in config.items()
-           if k.startswith(prefix) and v is not None}
+    own = {k: v for k, v in originals_with_prefix(config, prefix).items() if v is not None}
     plugin.bind(alias, prefix)
     try:
         plugin.configure(own)

@@ -21,7 +21,8 @@ import httpx
 import pytest
 from http_source.config import TASK_STREAMS
 from http_source.connector import HttpSourceConnector
-from http_source.server import EventFeed, ends_batch, event, running
+from http_source.server import EventFeed, ends_batch, running
+from http_source.server import main as server_main
 from http_source.task import Event, HttpSourceTask
 
 from connect_runtime import (
@@ -107,7 +108,8 @@ def by_stream(records: Iterable[SourceRecord]) -> dict[str, list[int]]:
 
 
 def test_a_task_emits_every_event_once_in_order_with_the_offset_of_the_next_read() -> None:
-    with running(EventFeed(["orders", "refunds"], rate=0, max_events=N)) as server:
+    feed = EventFeed(["orders", "refunds"], rate=0, max_events=N)
+    with running(feed) as server:
         task = start_task(server.url, "orders,refunds")
         records = [r for batch in poll_until(task, 2 * N) for r in batch]
         assert task.poll() is None  # nothing new: an empty poll, after poll.interval.ms
@@ -119,8 +121,8 @@ def test_a_task_emits_every_event_once_in_order_with_the_offset_of_the_next_read
         assert record.source_partition == {"stream": stream}
         assert record.source_offset == {"after": value.id}  # the next request's ?after=
         assert value == Event(value.id, stream, ("created", "paid", "shipped")[value.id % 3],
-                              Decimal(event(value.id, N)["amount"]),
-                              datetime(2025, 1, 1, tzinfo=UTC) + timedelta(seconds=value.id),
+                              Decimal(feed.event(value.id)["amount"]),
+                              feed.epoch + timedelta(seconds=value.id),
                               value.id % 4 == 0 or value.id % 7 == 0 or value.id == N)
         assert record.timestamp == int(value.created_at.timestamp() * 1000)
 
@@ -181,7 +183,7 @@ def test_the_server_answers_pages_and_clear_errors() -> None:
     feed = EventFeed(["orders"], rate=0, max_events=N)
     with running(feed) as server:
         page = httpx.get(f"{server.url}/streams/orders/events", params={"after": 40, "limit": 3})
-        assert page.json() == {"events": [event(41, N), event(42, N), event(43, N)]}
+        assert page.json() == {"events": [feed.event(41), feed.event(42), feed.event(43)]}
         assert httpx.get(f"{server.url}/streams/nope/events").status_code == 404
         bad = httpx.get(f"{server.url}/streams/orders/events", params={"limit": 0})
         assert bad.status_code == 400 and "limit" in bad.json()["error"]
@@ -190,6 +192,24 @@ def test_the_server_answers_pages_and_clear_errors() -> None:
     for _ in range(20):
         time.sleep(0.003)
         assert ends_batch(live.visible()) or live.visible() == 0
+
+
+def test_the_feed_stamps_its_events_from_when_it_starts(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Recent times, because the record timestamp is the event's: a broker's
+    time-based retention deletes records stamped older than retention.ms (7 days by
+    default) minutes after they arrive."""
+    before = datetime.now(UTC).replace(microsecond=0)
+    feed = EventFeed(["orders"], rate=0, max_events=N)
+    assert before <= feed.epoch <= datetime.now(UTC)
+    assert feed.event(3)["created_at"] == (feed.epoch + timedelta(seconds=3)).isoformat()
+    chosen = EventFeed(["orders"], rate=0, max_events=N,
+                       epoch=datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC))
+    assert chosen.event(1)["created_at"] == "2026-01-02T03:04:06+00:00"
+    with pytest.raises(SystemExit) as exit_:
+        server_main(["--epoch", "yesterday"])
+    assert exit_.value.code == 2
+    assert "argument --epoch: not an ISO 8601 time: 'yesterday'" in capsys.readouterr().err
 
 
 def config_errors(config: dict[str, str]) -> dict[str, list[str]]:

@@ -22,6 +22,7 @@ import subprocess
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from decimal import Decimal
 from itertools import accumulate
 from pathlib import Path
@@ -29,12 +30,15 @@ from typing import Any
 
 import pytest
 from harness import WorkerProcess, free_port
-from http_source.server import EPOCH, event
+from http_source.server import event
 from kafka_helpers import read_topic, transaction_sizes, wait_for
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "http_source"
 EVENTS, RATE = 1200, 100  # per stream: 12 s of events, so the kill lands mid-run
 STREAMS = ("orders", "refunds")
+# Event n is stamped n seconds after the feed's epoch; a recent one, or the broker's
+# 7-day retention would delete the records while the test reads them.
+EPOCH = datetime.now(UTC).replace(microsecond=0)
 EPOCH_MS = int(EPOCH.timestamp() * 1000)
 
 
@@ -57,7 +61,8 @@ def feed_url() -> Iterator[str]:
     """The example's server, started as the guide starts it (on a free port)."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "http_source.server", "--port", "0", "--streams",
-         ",".join(STREAMS), "--rate", str(RATE), "--max-events", str(EVENTS)],
+         ",".join(STREAMS), "--rate", str(RATE), "--max-events", str(EVENTS),
+         "--epoch", EPOCH.isoformat()],
         env={**os.environ, "PYTHONPATH": str(EXAMPLE)}, stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None
@@ -78,8 +83,11 @@ def committed(worker: WorkerProcess, name: str, topic: str, want: int,
         assert not failed, f"a task of {name} failed:\n{failed[0]}"
         records = read_topic(worker.bootstrap, topic)
         return records if len(records) >= want else None
-    found: list[dict[str, Any]] = wait_for(enough, timeout, f"{want} records in {topic}",
-                                           interval=0.5)
+    try:
+        found: list[dict[str, Any]] = wait_for(enough, timeout, f"{want} records in {topic}",
+                                               interval=0.5)
+    except AssertionError as e:  # what the worker did is the diagnosis
+        raise AssertionError(f"{e}\n--- worker log ---\n{worker.tail(150)}") from None
     return found
 
 
@@ -134,7 +142,7 @@ def test_every_event_reaches_kafka_exactly_once_across_a_killed_worker(
         assert value["stream"] == stream
         # What the feed served, in the JSON the guide's config asks for: decimals as
         # numbers (value.converter.decimal.format=NUMERIC), timestamps as epoch ms.
-        served = event(value["id"], EVENTS)
+        served = event(value["id"], EPOCH, EVENTS)
         assert value == {**served, "stream": stream, "amount": value["amount"],
                          "created_at": value["id"] * 1000 + EPOCH_MS}
         assert Decimal(str(value["amount"])) == Decimal(served["amount"])

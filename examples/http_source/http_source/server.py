@@ -5,13 +5,17 @@
 most ``limit`` (default 100, at most 1000) of them::
 
     {"events": [{"id": 1, "kind": "paid", "amount": "0.37",
-                 "created_at": "2025-01-01T00:00:01+00:00", "end_of_batch": false}, ...]}
+                 "created_at": "2026-11-24T06:00:01+00:00", "end_of_batch": false}, ...]}
 
 An unknown stream or path is a 404, a bad parameter a 400, both with
 ``{"error": "<why>"}``.
 
-The events are made up and the same on every run: every stream has the ids
-1, 2, 3, ... and its event ``n`` is :func:`event` ``(n)``. They appear ``--rate``
+The events are made up and the same on every run but for their time: every
+stream has the ids 1, 2, 3, ... and its event ``n`` is :func:`event` ``(n, epoch)``,
+created ``n`` seconds after the feed's ``--epoch`` (default: when it starts). Recent
+times matter: the connector makes ``created_at`` the record's timestamp, and a
+broker's time-based retention (``retention.ms``, 7 days by default) deletes records
+stamped older than that within minutes of their arrival. They appear ``--rate``
 per second per stream from the first request on, up to ``--max-events`` (0: no
 end), in upstream *batches*, the way the rows of a database transaction appear
 together: a batch ends after every id divisible by 4 or 7 (and after the last
@@ -32,7 +36,6 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-EPOCH = datetime(2025, 1, 1, tzinfo=UTC)
 KINDS = ("created", "paid", "shipped")
 CENT = Decimal("0.01")
 MAX_LIMIT = 1000
@@ -43,23 +46,26 @@ def ends_batch(n: int, max_events: int = 0) -> bool:
     return n % 4 == 0 or n % 7 == 0 or n == max_events
 
 
-def event(n: int, max_events: int = 0) -> dict[str, Any]:
-    """Event ``n`` of any stream, as the feed serves it."""
+def event(n: int, epoch: datetime, max_events: int = 0) -> dict[str, Any]:
+    """Event ``n`` of any stream of a feed started at ``epoch``, as the feed serves it."""
     amount = (Decimal(n * 37 % 10000) / 100).quantize(CENT)
     return {"id": n, "kind": KINDS[n % 3], "amount": str(amount),
-            "created_at": (EPOCH + timedelta(seconds=n)).isoformat(),
+            "created_at": (epoch + timedelta(seconds=n)).isoformat(),
             "end_of_batch": ends_batch(n, max_events)}
 
 
 class EventFeed:
     """The events every stream shows at this moment (see the module docstring).
 
-    ``rate`` <= 0 shows all ``max_events`` at once.
+    ``rate`` <= 0 shows all ``max_events`` at once; ``epoch`` (default: now, to the
+    second) is when event 0 would have been created.
     """
 
-    def __init__(self, streams: Sequence[str], rate: float, max_events: int = 0) -> None:
+    def __init__(self, streams: Sequence[str], rate: float, max_events: int = 0,
+                 epoch: datetime | None = None) -> None:
         if rate <= 0 and max_events <= 0:
             raise ValueError("a feed without a rate needs max_events")
+        self.epoch = epoch or datetime.now(UTC).replace(microsecond=0)
         self.streams = frozenset(streams)
         self.rate = rate
         self.max_events = max_events
@@ -81,7 +87,11 @@ class EventFeed:
     def page(self, after: int, limit: int) -> list[dict[str, Any]]:
         """At most ``limit`` events with ids greater than ``after``, oldest first."""
         last = min(self.visible(), after + limit)
-        return [event(n, self.max_events) for n in range(after + 1, last + 1)]
+        return [self.event(n) for n in range(after + 1, last + 1)]
+
+    def event(self, n: int) -> dict[str, Any]:
+        """Event ``n`` of any stream of this feed."""
+        return event(n, self.epoch, self.max_events)
 
 
 class EventServer(ThreadingHTTPServer):
@@ -163,16 +173,28 @@ def main(argv: Sequence[str] | None = None) -> None:
                         help="events per second per stream (default: 20)")
     parser.add_argument("--max-events", type=int, default=0,
                         help="events per stream, then no more (default: 0, no end)")
+    parser.add_argument("--epoch", type=_utc_time, default=None,
+                        help="ISO 8601 time event 0 was created at (default: now)")
     args = parser.parse_args(argv)
-    feed = EventFeed(args.streams.split(","), args.rate, args.max_events)
+    feed = EventFeed(args.streams.split(","), args.rate, args.max_events, args.epoch)
     server = EventServer((args.host, args.port), feed)
-    print(f"Serving streams {args.streams} at {server.url}/streams/<stream>/events", flush=True)
+    print(f"Serving streams {args.streams} at {server.url}/streams/<stream>/events "
+          f"(epoch {feed.epoch.isoformat()})", flush=True)
     try:
         server.serve_forever()
     except KeyboardInterrupt:
         pass
     finally:
         server.server_close()
+
+
+def _utc_time(text: str) -> datetime:
+    """``--epoch``'s value: an ISO 8601 time, UTC unless it names its offset."""
+    try:
+        when = datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an ISO 8601 time: {text!r}") from None
+    return when if when.tzinfo else when.replace(tzinfo=UTC)
 
 
 if __name__ == "__main__":

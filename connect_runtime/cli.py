@@ -4,6 +4,9 @@
     connect-runtime worker worker.properties     connect-distributed.sh convention)
     connect-runtime worker a.properties b.properties ...
                                                  several files, later ones override
+    connect-runtime worker --log-format json worker.properties
+                                                 log JSON lines (default text; or set
+                                                 CONNECT_LOG_FORMAT; docs/operations.md)
     connect-runtime tail --bootstrap-server B --topic T [--max N] [--timeout S]
                                                  print committed records (read_committed)
     connect-runtime verify --bootstrap-server B --topic T [--topic T2] [--seq-field seq]
@@ -25,6 +28,7 @@ import sys
 from collections.abc import Sequence
 
 from connect_runtime.errors import ConfigException, KafkaAuthenticationError
+from connect_runtime.logs import LOG_FORMAT_ENV, LOG_FORMATS, configure_logging, log_format
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -38,6 +42,9 @@ def _parser() -> argparse.ArgumentParser:
                              "later file's keys override an earlier one's (the container "
                              "image layers its defaults, the chart's ConfigMap and Secrets "
                              "this way); CONNECT_* environment variables override them all")
+    worker.add_argument("--log-format", type=str.lower, choices=LOG_FORMATS, default=None,
+                        help="text (Connect-like lines, the default) or json (one object "
+                             f"per line); overrides the {LOG_FORMAT_ENV} variable")
     tail = sub.add_parser("tail", help="print records of a topic that are committed")
     tail.add_argument("--bootstrap-server", required=True)
     tail.add_argument("--topic", required=True)
@@ -100,10 +107,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(args_list)
     try:
         if args.command == "worker":
+            # Before the config is read, so that its warnings have the chosen format.
+            configure_logging(log_format(args.log_format, os.environ))
             from connect_runtime.config.worker_config import WorkerConfig
             from connect_runtime.worker import run_worker
 
-            config = WorkerConfig.from_files(args.config, os.environ)
+            # CONNECT_LOG_FORMAT names the process's log format, not a worker key.
+            environ = {k: v for k, v in os.environ.items() if k != LOG_FORMAT_ENV}
+            config = WorkerConfig.from_files(args.config, environ)
             return run_worker(config)
         if args.command == "verify":
             return _verify(parser, args)

@@ -79,13 +79,6 @@ class _WakeOnChange:
         self._herder.apply_cluster_logger_level(namespace, level)
 
 
-def configure_logging(level: str = "INFO") -> None:
-    logging.basicConfig(level=level,
-                        format="[%(asctime)s] %(levelname)s %(message)s (%(name)s)")
-    for noisy in ("py4j", "httpx", "httpcore", "uvicorn.access"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
-
-
 class Worker:
     def __init__(self, config: WorkerConfig) -> None:
         self.config = config
@@ -124,7 +117,8 @@ class Worker:
         self.membership = GroupMembership(self._membership_config(),
                                           self.config["config.storage.topic"],
                                           on_elected=herder.become_leader,
-                                          on_demoted=herder.step_down)
+                                          on_demoted=herder.step_down,
+                                          on_rebalance=herder.metrics.counters.rebalanced)
         herder.is_member_leader = lambda: self.membership is not None and \
             self.membership.is_leader
         # Join before reading the config topic: if a dead leader left a transaction
@@ -239,16 +233,18 @@ class _Server(uvicorn.Server):
 
 
 def run_worker(config: WorkerConfig) -> int:
-    """Run until SIGTERM/SIGINT; returns the process exit status."""
-    configure_logging()
+    """Run until SIGTERM/SIGINT; returns the process exit status. Logging is the
+    caller's to configure (the CLI: ``connect_runtime.logs.configure_logging``)."""
     worker = Worker(config)
     try:
         herder = worker.start()
         host, port = config.listener()
         # No WebSocket pings from the server: slot channels carry their own
         # keepalives, and 2,000 pings every 20 s would cost more than they do.
+        # log_config=None: uvicorn's lines go through the root logger, in the
+        # worker's log format, instead of uvicorn's own handlers.
         server = _Server(uvicorn.Config(build_app(herder), host=host, port=port,
-                                        log_level="warning", lifespan="off",
+                                        log_level="warning", log_config=None, lifespan="off",
                                         ws="websockets-sansio", ws_ping_interval=None),
                          before_exit=worker.stop_tasks_and_leave)
         log.info("worker %s serving REST on %s:%d", config.worker_id, host, port)

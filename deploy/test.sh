@@ -16,6 +16,13 @@ if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >&2 \
     || { apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >&2; }
 fi
+# The dashboard's browser test (tests/e2e/test_dashboard.py) drives Debian's
+# chromium through Playwright: no browser download from Playwright's servers.
+if ! command -v chromium >/dev/null 2>&1; then
+  echo "== installing Debian's chromium"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >&2 \
+    || { apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >&2; }
+fi
 echo "== ruff" && .venv/bin/ruff check connect_runtime rest connectors tests bench examples
 echo "== mypy" && bash deploy/typecheck.sh
 echo "== pytest" && exec .venv/bin/python -m pytest -q -p no:cacheprovider "$@"

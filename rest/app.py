@@ -21,10 +21,12 @@ from connect_runtime.rest.routes import (
     internal,
     lifecycle,
     loggers,
+    metrics,
     offsets,
     plugins,
     root,
     topics,
+    ui,
 )
 from connect_runtime.rest.routes.forwarding import Forwarder
 from connect_runtime.rest.routes.internal import InternalRequestVerifier
@@ -95,7 +97,8 @@ def create_app(
     for public in (connectors.router, offsets.router, lifecycle.router, topics.router,
                    plugins.router, loggers.router):
         app.include_router(public, dependencies=[JSON_REQUESTS], responses=errors(400, 415))
-    for hidden in (internal.router, *extra_routers):
+    # The dashboard is not Connect's API: hidden, and browsers send no Content-Type.
+    for hidden in (internal.router, metrics.router, ui.router, *extra_routers):
         app.include_router(hidden, include_in_schema=False)
     install_openapi(app)
     return app

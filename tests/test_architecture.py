@@ -31,7 +31,7 @@ LAYERS: list[set[str]] = [
     {"cluster"},  # control plane (driver)
     {"task"},  # data plane (executors)
     {"protocol", "storage"},
-    {"kafka", "plugins", "plugin_path"},
+    {"kafka", "plugins", "plugin_path", "logs"},
     {"config"},
     {"converters", "transforms"},  # per-record plugins, importable on executors
     {ROOT},

@@ -15,6 +15,7 @@ from connect_runtime.api.connector import SourceConnector
 from connect_runtime.api.task import OffsetStorageReader
 from connect_runtime.config.connector_config import ConnectorConfig
 from connect_runtime.errors import ConnectorContractException
+from connect_runtime.logs import trace_headline
 from connect_runtime.plugins import resolve_connector_class
 from connect_runtime.protocol.states import State
 
@@ -90,12 +91,17 @@ class HostedConnector:
         self.reconfiguration_requested = True
         self.task_version = _ask_version(self.name, "task",
                                          lambda: instance.task_class()().version())
+        log.info("connector %s started (%s, version %s)", self.name,
+                 self.config["connector.class"], self.version,
+                 extra={"event": "connector_started", "connector": self.name})
 
     def fail(self, error: BaseException) -> None:
         self.state = State.FAILED
         self.trace = (f"Connector {self.name} failed:\n"
                       + "".join(traceback.format_exception(error)))
-        log.error("connector %s failed", self.name, exc_info=error)
+        # The whole traceback too: this process is where it was raised.
+        log.error("connector %s failed: %s", self.name, trace_headline(self.trace),
+                  exc_info=error, extra={"event": "connector_failed", "connector": self.name})
 
     def task_configs(self) -> list[dict[str, str]] | None:
         """Fresh task configs (with ``task.class``), or None if the connector failed."""

@@ -77,7 +77,6 @@ def fence_producers(base_config: dict[str, Any], ids: list[str], timeout_s: floa
             "Failed to fence out producers of the previous task generation. Check that the "
             "brokers' transaction coordinators are reachable and that the connector's "
             "principal may Write and Describe these TransactionalIds:\n" + "\n".join(failures))
-    log.info("fenced %d producer(s): %s", len(ids), ", ".join(ids))
 
 
 class FencingView(Protocol):
@@ -150,7 +149,12 @@ class ZombieFencer:
             assert previous is not None
             # The previous generation's ids: those are the producers that may
             # still be alive and hold partitions the new tasks take over.
-            self._fence(transactional_ids(self._group_id, connector, previous))
+            ids = transactional_ids(self._group_id, connector, previous)
+            self._fence(ids)
+            log.info("fenced %d producer(s) of connector %s for generation %d (%d task(s) "
+                     "before, %d now): %s", len(ids), connector, generation, previous, new,
+                     ", ".join(ids), extra={"event": "producers_fenced", "connector": connector,
+                                            "generation": generation, "producers": len(ids)})
         # The record must not vouch for a generation we did not fence for.
         if self._read_config().config_generation(connector) != generation:
             raise ConflictException(

@@ -42,6 +42,7 @@ from connect_runtime.cluster.herder_api import (
     TopicTracking,
 )
 from connect_runtime.cluster.loggers import LoggerLevels, parse_level
+from connect_runtime.cluster.metrics import HISTORY_S, ClusterView, WorkerMetrics
 from connect_runtime.cluster.offset_alteration import OffsetAlteration, OffsetTopics
 from connect_runtime.cluster.session_keys import SessionKeys
 from connect_runtime.cluster.slot_registry import SlotRegistry
@@ -64,6 +65,7 @@ from connect_runtime.errors import (
 )
 from connect_runtime.kafka.clients import create_admin
 from connect_runtime.kafka.topics import ensure_topic
+from connect_runtime.logs import trace_headline
 from connect_runtime.plugins import (
     connector_version,
     list_plugins,
@@ -89,6 +91,16 @@ _INITIAL_STATES = {
 }
 
 
+def config_changes(before: dict[str, str], after: dict[str, str]) -> str:
+    """Which keys a config update changed, added and removed, for the log: names
+    only, since values may be secrets."""
+    changed = sorted(k for k in before.keys() & after.keys() if before[k] != after[k])
+    parts = [f"{what} {', '.join(keys)}" for what, keys in (
+        ("changed", changed), ("added", sorted(after.keys() - before.keys())),
+        ("removed", sorted(before.keys() - after.keys()))) if keys]
+    return "; ".join(parts) or "no key changed"
+
+
 class DistributedHerder:
     """Implements :class:`connect_runtime.cluster.herder_api.Herder` for the leader."""
 
@@ -103,8 +115,10 @@ class DistributedHerder:
         self.kafka_cluster_id = kafka_cluster_id
         self.worker_id = config.worker_id
         self.worker_url = config.advertised_url()
+        self.metrics = WorkerMetrics(self.worker_id, self._cluster_view)
         self.registry = SlotRegistry(self._on_task_state, session_key=self.session_key_b64,
-                                     on_topics=self._on_task_topics)
+                                     on_topics=self._on_task_topics,
+                                     on_metrics=self.metrics.tasks.record)
         self._tracking = TopicTracking(bool(config["topic.tracking.enable"]),
                                        bool(config["topic.tracking.allow.reset"]))
         self._active_topics = ActiveTopicRecorder(
@@ -174,10 +188,18 @@ class DistributedHerder:
                     self.started.wait()
                     self.config_store.read_to_end(READ_TIMEOUT_S)
                     self._leader = True
+                    self.metrics.counters.leadership_changed()
                     self.config_store.put_leader(self.worker_url, self.worker_id)
+                    # The leader record's offset (nothing was written after it yet):
+                    # each takeover's is larger, so it orders elections across logs.
+                    epoch = self.config_store.snapshot().offset - 1
                     self._ensure_session_key()
                     if self.runner.per_leader:
                         self.runner.start_in_background()  # submit() waits for it
+                    log.info("elected leader of the cluster: worker %s (%s) took over, leader "
+                             "epoch %d", self.worker_id, self.worker_url, epoch,
+                             extra={"event": "leader_elected", "worker": self.worker_id,
+                                    "epoch": epoch})
                     break
                 except Exception:
                     self._leader = False
@@ -189,6 +211,9 @@ class DistributedHerder:
     def step_down(self) -> None:
         """Called when this worker loses leadership: stop hosting, stop writing."""
         with self._leadership_lock:
+            led = self._leader
+            if self._leader:
+                self.metrics.counters.leadership_changed()
             self._leader = False
             for name in list(self._running_generation):
                 self._stop_tasks(name)
@@ -199,10 +224,82 @@ class DistributedHerder:
             if self.runner.per_leader:
                 self.runner.shutdown()  # releases this application's executors
             self.config_store.relinquish_write_privileges()
-        log.info("stepped down: tasks and connectors stopped, config writes relinquished")
+        if led and not self._stopping.is_set():  # a stopping leader said so in stop()
+            log.info("worker %s (%s) is no longer the leader: its tasks and connectors "
+                     "stopped, config writes relinquished", self.worker_id, self.worker_url,
+                     extra={"event": "leadership_lost", "worker": self.worker_id})
+        else:
+            log.info("stepped down: tasks and connectors stopped, config writes relinquished")
 
     def leader_url(self) -> str | None:
         return self.worker_url if self._leader else self.config_store.snapshot().leader_url
+
+    # --------------------------------------------------------------- metrics
+
+    def metrics_exposition(self) -> bytes:
+        """``GET /metrics``: every metric in Prometheus' text format. In-memory
+        reads only, so it answers during rebalances and broker outages."""
+        self.metrics.tasks.keep_only(
+            (s.connector, s.task, s.generation) for s in self.registry.slots())
+        return self.metrics.exposition()
+
+    def dashboard(self) -> dict[str, Any]:
+        """The /ui view (shape: :meth:`Herder.dashboard`), from memory only."""
+        snap = self.config_store.snapshot()
+        slots = {(s.connector, s.task): s for s in self.registry.slots()}
+        self.metrics.tasks.keep_only((s.connector, s.task, s.generation) for s in slots.values())
+        histories = self.metrics.tasks.tasks()
+        connectors = []
+        for name in sorted(snap.connectors()):
+            status = self.status_store.connector_status(name)
+            config = snap.connector_config(name) or {}
+            tasks = []
+            for task in range(len(snap.task_configs(name))):
+                record = self.status_store.task_status(name, task)
+                slot, history = slots.get((name, task)), histories.get((name, task))
+                latest = history.latest if history is not None else None
+                tasks.append({
+                    "id": task, "state": record.state if record else State.UNASSIGNED.value,
+                    "worker_id": record.worker_id if record else None,
+                    "trace": record.trace if record else None,
+                    "host": slot.host if slot else None, "pid": slot.pid if slot else None,
+                    "attempt": slot.attempt if slot else None,
+                    "generation": slot.generation if slot else None,
+                    "series": history.series() if history is not None else {},
+                    "transaction_size": None if latest is None or latest["txn_size_avg"] is None
+                    else {"min": latest["txn_size_min"], "max": latest["txn_size_max"],
+                          "avg": latest["txn_size_avg"]},
+                    "offsets": [] if latest is None else [
+                        {"partition": partition, "offset": offset}
+                        for partition, offset, _ in latest["offsets"]],
+                })
+            connectors.append({
+                "name": name, "type": "source",
+                "state": status.state if status else State.UNASSIGNED.value,
+                "worker_id": status.worker_id if status else None,
+                "trace": status.trace if status else None,
+                "class": config.get("connector.class"), "tasks": tasks})
+        return {"worker_id": self.worker_id, "leader_url": self.leader_url(),
+                "is_leader": self._leader, "generated_at_ms": int(time.time() * 1000),
+                "window_s": HISTORY_S, "connectors": connectors}
+
+    def _cluster_view(self) -> ClusterView:
+        snap = self.config_store.snapshot()
+        connector_states: dict[str, str] = {}
+        task_states: dict[tuple[str, int], str] = {}
+        classes: dict[str, str] = {}
+        for name in snap.connectors():
+            status = self.status_store.connector_status(name)
+            connector_states[name] = status.state if status else State.UNASSIGNED.value
+            config = snap.connector_config(name) or {}
+            classes[name] = str(config.get("connector.class", ""))
+            for task in range(len(snap.task_configs(name))):
+                record = self.status_store.task_status(name, task)
+                task_states[(name, task)] = record.state if record else State.UNASSIGNED.value
+        return ClusterView(connector_states, task_states, classes,
+                           hosted_connectors=len(self._hosted),
+                           hosted_tasks=len(self.registry.slots()),
+                           leader_url=self.leader_url(), is_leader=self._leader)
 
     def _require_leader(self, what: str) -> None:
         if not self._leader:
@@ -242,6 +339,10 @@ class DistributedHerder:
             if self._stopped:
                 return
             self._stopped = True
+        if self._leader:
+            log.info("worker %s (%s) resigns as leader: it is stopping; another worker takes "
+                     "over once it has left the group", self.worker_id, self.worker_url,
+                     extra={"event": "leadership_lost", "worker": self.worker_id})
         self._stopping.set()
         self._wake.set()
         self._thread.join(timeout=self._graceful_s() * 2 + 30)
@@ -396,18 +497,24 @@ class DistributedHerder:
         target = _INITIAL_STATES[initial_state].value
         self._write(f"create connector {name}",
                     lambda: self.config_store.put_connector_config(name, config, target))
+        log.info("connector %s created (%s, target state %s)", name,
+                 config.get("connector.class"), target,
+                 extra={"event": "connector_created", "connector": name})
         return ConnectorInfo(name, config, [])
 
     def put_connector_config(self, name: str,
                              config: dict[str, str]) -> tuple[bool, ConnectorInfo]:
         self._require_leader(f"update the config of connector {name}")
         snap = self._snapshot(refresh=True)
-        if snap.connector_config(name) is None:
+        before = snap.connector_config(name)
+        if before is None:
             return True, self.create_connector(name, config)
         config = {**config, "name": name}
         self._validate_or_raise(config)
         self._write(f"update the config of connector {name}",
                     lambda: self.config_store.put_connector_config(name, config, None))
+        log.info("connector %s reconfigured: %s", name, config_changes(before, config),
+                 extra={"event": "connector_reconfigured", "connector": name})
         return False, ConnectorInfo(name, config, [ConnectorTaskId(name, i)
                                                    for i in range(snap.task_count(name))])
 
@@ -424,6 +531,8 @@ class DistributedHerder:
         self._require(self._snapshot(refresh=True), name)
         self._write(f"delete connector {name}",
                     lambda: self.config_store.remove_connector_config(name))
+        log.info("connector %s deleted", name,
+                 extra={"event": "connector_deleted", "connector": name})
 
     def _set_target(self, name: str, target: TargetState) -> None:
         self._require_leader(f"change the target state of connector {name}")
@@ -473,11 +582,20 @@ class DistributedHerder:
     def _restart_task(self, name: str, task: int) -> None:
         self.status_store.put_task(name, task, State.RESTARTING.value, self.worker_id)
         job = self.runner.job(name)
+        slot = None
         if name in self._failed_jobs or job is None or job.done.is_set():
             self._failed_jobs.discard(name)
             self._running_generation.pop(name, None)  # resubmit on the next reconcile
         elif not self.registry.restart(name, task):
             self._running_generation.pop(name, None)
+        else:
+            slot = self.registry.slot(name, task)
+        how = ("its Spark job is resubmitted" if slot is None else
+               f"restart {slot.restart_seq} sent to its slot (host {slot.host}, pid "
+               f"{slot.pid}, Spark attempt {slot.attempt})")
+        log.info("restart of task %s-%d requested: %s", name, task, how,
+                 extra={"event": "task_restart_requested", "connector": name, "task": task,
+                        "restart": None if slot is None else slot.restart_seq})
 
     # -------------------------------------------------------- zombie fencing
 
@@ -571,6 +689,12 @@ class DistributedHerder:
                 new_configs = configs
                 self._write(f"write task configs of {name}",
                             lambda: self.config_store.put_task_configs(name, new_configs))
+                generation = self._snapshot().config_generation(name)  # the write read it
+                log.info("connector %s: wrote task configs for %d task(s), generation %d "
+                         "(was %d task(s))", name, len(configs), generation,
+                         snap.task_count(name),
+                         extra={"event": "task_configs_written", "connector": name,
+                                "generation": generation, "tasks": len(configs)})
                 return  # the listener wakes us with the new generation
         self._ensure_tasks(name, snap, paused=target is TargetState.PAUSED)
         host.state = State.PAUSED if target is TargetState.PAUSED else State.RUNNING
@@ -587,6 +711,7 @@ class DistributedHerder:
         host = HostedConnector(name, config, self.wake,
                                lambda: self._offset_reader(name, config))
         host.start()
+        self.metrics.counters.connector_started(failed=host.state is State.FAILED)
         self._hosted[name] = host
         return host
 
@@ -716,6 +841,10 @@ class DistributedHerder:
                     connector, slot.task, State.FAILED.value, self.worker_id,
                     f"The Spark job hosting the tasks of {connector} failed:\n{trace}",
                     generation=generation, version=self._task_version(connector))
+                log.error("task %s-%d failed (generation %d): its Spark job failed: %s",
+                          connector, slot.task, generation, trace_headline(trace),
+                          extra={"event": "task_failed", "connector": connector,
+                                 "task": slot.task, "generation": generation})
         self.registry.close(connector)
 
     # ------------------------------------------------------ active topics (KIP-558)

@@ -319,3 +319,33 @@ class Herder(Protocol):
         """Tombstone ``name``'s active topics; tasks still producing to one record it
         again. Connect allows it in any state, and for unknown connectors (a no-op)."""
         ...
+
+    # ------------------------------------------------------------------- metrics
+
+    def metrics_exposition(self) -> bytes:
+        """Every metric of this worker in Prometheus' text format (``GET /metrics``);
+        in-memory reads only, so it answers during rebalances and broker outages."""
+        ...
+
+    # ------------------------------------------------------------ the /ui dashboard
+
+    def dashboard(self) -> dict[str, Any]:
+        """A read-only view for the /ui dashboard; never blocks on Kafka or Spark
+        (in-memory state only).
+
+        Shape (any value may be null; a follower has statuses but empty series)::
+
+            {"worker_id", "leader_url", "is_leader", "generated_at_ms", "window_s",
+             "connectors": [{"name", "type", "state", "worker_id", "trace", "class",
+               "tasks": [{"id", "state", "worker_id", "trace", "host", "pid",
+                          "attempt", "generation",
+                          "series": {"t_ms", "poll_rate", "write_rate", "commit_rate",
+                                     "txn_size_avg"},
+                          "transaction_size": {"min", "max", "avg"},
+                          "offsets": [{"partition": {...}, "offset": {...}}]}]}]}
+
+        ``series`` holds equal-length lists, oldest first, covering at most the
+        last ``window_s`` seconds; rates are records/s. ``connect_runtime.rest.dashboard``
+        renders it.
+        """
+        ...

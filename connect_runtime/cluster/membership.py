@@ -37,7 +37,8 @@ class GroupMembership:
     """
 
     def __init__(self, consumer_config: dict[str, Any], config_topic: str,
-                 on_elected: Callable[[], None], on_demoted: Callable[[], None]) -> None:
+                 on_elected: Callable[[], None], on_demoted: Callable[[], None],
+                 on_rebalance: Callable[[], None] | None = None) -> None:
         self._conf = {
             **consumer_config,
             "enable.auto.commit": False,
@@ -53,6 +54,7 @@ class GroupMembership:
         self._topic = config_topic
         self._on_elected = on_elected
         self._on_demoted = on_demoted
+        self._on_rebalance = on_rebalance  # every completed rebalance; must not block
         self._leader = False
         self._stop = threading.Event()
         self._changes: list[bool] = []
@@ -89,6 +91,9 @@ class GroupMembership:
     # partition 0 does not demote, a revocation of other partitions does not
     # either (there are none, but the protocol allows empty increments).
     def _on_assign(self, consumer: Any, partitions: list[TopicPartition]) -> None:
+        # Called once per completed rebalance, with an empty increment if nothing moved.
+        if self._on_rebalance is not None:
+            self._on_rebalance()
         if any(tp.partition == 0 for tp in partitions):
             self._set(True)
 
@@ -123,11 +128,13 @@ class GroupMembership:
                     return
                 leader = self._changes.pop(0)
             try:
+                # The lifecycle lines (leader_elected, leadership_lost) are the
+                # herder's, once it has taken over or stepped down.
                 if leader:
-                    log.info("elected leader of the cluster")
+                    log.info("assigned the config topic's partition: taking over as leader")
                     self._on_elected()
                 else:
-                    log.info("no longer the leader of the cluster")
+                    log.info("the config topic's partition was revoked or lost: stepping down")
                     self._on_demoted()
             except Exception:
                 log.exception("leadership change handler failed")

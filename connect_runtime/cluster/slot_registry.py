@@ -2,7 +2,8 @@
 
 Each slot holds a channel to this worker (:mod:`connect_runtime.protocol.slot_channel`).
 The registry records what slots report, tells the herder about state changes
-(which it writes to the status topic), pushes commands to them, and declares a
+(which it writes to the status topic) and logs those a person looks for (a task
+started, failed, lost: :func:`task_event_line`), pushes commands to them, and declares a
 slot *lost* when its channel closes abnormally or stays silent for
 ``LIVENESS_TIMEOUT_S``: the task shows FAILED with where it ran, promptly,
 instead of RUNNING until Spark notices the dead executor.
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import logging
 import threading
 import time
 from collections import deque
@@ -22,23 +24,32 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from connect_runtime.logs import trace_headline
 from connect_runtime.protocol.slot_channel import (
     LIVENESS_TIMEOUT_S,
     Command,
     SlotAnswer,
     SlotHello,
+    SlotMetrics,
     SlotReport,
     SlotTopics,
 )
 from connect_runtime.protocol.states import State
 
+log = logging.getLogger(__name__)
+
 StateListener = Callable[[str, int, State, "str | None"], None]
 TopicsListener = Callable[[str, int, frozenset[str]], None]
 """Hears the topics a slot's task produced to (KIP-558); called on the REST event
 loop, so it must not block."""
+MetricsListener = Callable[[str, int, int, dict[str, Any]], None]
+"""Hears a current slot's metrics (connector, task, generation, values); called on
+the REST event loop, so it must not block."""
 Push = Callable[[SlotAnswer | None], None]
 """Sends an answer down one slot's channel; ``None`` closes the channel as lost.
 Called from any thread, never blocks (the channel queues it)."""
+LogLine = tuple[int, str, dict[str, Any]]
+"""A log level, a message and the record's ``extra`` fields (``connect_runtime.logs``)."""
 
 
 @dataclass
@@ -73,6 +84,39 @@ class SlotView:
         }
 
 
+def task_event_line(previous: State, slot: SlotView,
+                    lost_why: str | None = None) -> LogLine | None:
+    """The lifecycle log line of ``slot``'s change from ``previous`` to ``slot.state``,
+    None if the change is not one a person looks for (docs/operations.md, "Logs").
+
+    ``task_lost``: the registry declared the slot lost (``lost_why`` says why);
+    ``task_failed``: the slot reported FAILED (the trace's headline, not the whole
+    trace, which is in the task's status); ``task_started``: RUNNING or PAUSED
+    after any other state (a resume, PAUSED to RUNNING, is not a start).
+    """
+    label = f"{slot.connector}-{slot.task}"
+    where = f"host {slot.host}, pid {slot.pid}, Spark attempt {slot.attempt}"
+    fields: dict[str, Any] = {
+        "connector": slot.connector, "task": slot.task, "generation": slot.generation,
+        "restart": slot.restart_seq, "attempt": slot.attempt, "host": slot.host,
+        "pid": slot.pid}
+    if lost_why is not None:
+        return (logging.ERROR, f"task {label} lost: {lost_why}; it ran on {where} "
+                f"(generation {slot.generation}) and is FAILED until restarted",
+                {"event": "task_lost", **fields})
+    if slot.state is State.FAILED:
+        return (logging.ERROR, f"task {label} failed on {where} (generation "
+                f"{slot.generation}, restart {slot.restart_seq}): {trace_headline(slot.trace)}",
+                {"event": "task_failed", **fields})
+    running = (State.RUNNING, State.PAUSED)
+    if slot.state in running and previous not in running:
+        paused = " paused" if slot.state is State.PAUSED else ""
+        return (logging.INFO, f"task {label} started{paused} on {where} (generation "
+                f"{slot.generation}, restart {slot.restart_seq})",
+                {"event": "task_started", **fields})
+    return None
+
+
 @dataclass(eq=False)
 class SlotChannel:
     """One open channel of one slot; a reconnect makes a new one."""
@@ -100,12 +144,15 @@ class SlotRegistry:
                  session_key: Callable[[], str | None] = lambda: None,
                  liveness_timeout_s: float = LIVENESS_TIMEOUT_S,
                  clock: Callable[[], float] = time.monotonic,
-                 on_topics: TopicsListener | None = None) -> None:
+                 on_topics: TopicsListener | None = None,
+                 on_metrics: MetricsListener | None = None) -> None:
         """``session_key`` gives the current session key (base64) that every answer
         carries; it is read once per batch of answers, not once per slot.
-        ``on_topics`` hears what current slots say in :meth:`topics`."""
+        ``on_topics`` and ``on_metrics`` hear what current slots say in
+        :meth:`topics` and :meth:`metrics`."""
         self._on_state_change = on_state_change
         self._on_topics = on_topics
+        self._on_metrics = on_metrics
         self._session_key = session_key
         self._timeout = liveness_timeout_s
         self._clock = clock
@@ -119,7 +166,7 @@ class SlotRegistry:
         # them) and delivered in that order under _delivery_lock, outside _lock.
         # Two threads writing one task's status must not reorder it: a stale
         # UNASSIGNED written after a fresh RUNNING would stick.
-        self._events: deque[tuple[str, int, State, str | None]] = deque()
+        self._events: deque[tuple[str, int, State, str | None, LogLine | None]] = deque()
         self._delivery_lock = threading.Lock()
         self._stop = threading.Event()
         self._wake = threading.Event()
@@ -279,6 +326,18 @@ class SlotRegistry:
         if self._on_topics is not None:
             self._on_topics(channel.key[0], channel.key[1], message.topics)
 
+    def metrics(self, channel: SlotChannel, message: SlotMetrics) -> None:
+        """A slot's metrics, in place of a keepalive: passed to ``on_metrics`` with
+        the slot's generation if the channel is current."""
+        with self._lock:
+            slot = self._slots.get(channel.key)
+            if slot is None or self._channels.get(channel.key) is not channel:
+                return
+            slot.last_seen = self._clock()
+            generation = slot.generation
+        if self._on_metrics is not None:
+            self._on_metrics(channel.key[0], channel.key[1], generation, message.values)
+
     def disconnect(self, channel: SlotChannel, clean: bool) -> None:
         """The channel closed. ``clean``: the slot said goodbye (its last report
         stands); otherwise its process or executor died and the slot is lost."""
@@ -350,12 +409,17 @@ class SlotRegistry:
             f"{slot.attempt} of its slot, in process {slot.pid} on host {slot.host}. The "
             "executor or the Python worker running it most likely died; its open "
             "transaction, if any, was never committed. Spark re-runs the slot when it "
-            "notices. Restart the task to resume from its last committed offsets."))
+            "notices. Restart the task to resume from its last committed offsets."),
+            lost_why=why)
 
-    def _change(self, slot: SlotView, state: State, trace: str | None) -> None:
-        """Record a new state (under the lock) and queue it for ``on_state_change``."""
-        slot.state, slot.trace = state, trace
-        self._events.append((slot.connector, slot.task, state, trace))
+    def _change(self, slot: SlotView, state: State, trace: str | None,
+                lost_why: str | None = None) -> None:
+        """Record a new state (under the lock) and queue it for ``on_state_change``,
+        with its lifecycle log line: where the slot ran is read here, under the
+        lock, not when the line is logged."""
+        previous, slot.state, slot.trace = slot.state, state, trace
+        self._events.append((slot.connector, slot.task, state, trace,
+                             task_event_line(previous, slot, lost_why)))
 
     def _deliver(self) -> None:
         """Pass queued state changes on: to the events thread if it runs (callers
@@ -366,10 +430,14 @@ class SlotRegistry:
             self._drain()
 
     def _drain(self) -> None:
-        """Call ``on_state_change`` for each queued change, in order, outside the lock."""
+        """Log each queued change's lifecycle line and call ``on_state_change`` for
+        it, in order, outside the lock."""
         with self._delivery_lock:
             while self._events:
-                self._on_state_change(*self._events.popleft())
+                connector, task, state, trace, line = self._events.popleft()
+                if line is not None:
+                    log.log(line[0], line[1], extra=line[2])
+                self._on_state_change(connector, task, state, trace)
 
     def _send(self, pushes: Sequence[tuple[Push, SlotAnswer | None]]) -> None:
         """Send each answer with the current session key (looked up once: a pause

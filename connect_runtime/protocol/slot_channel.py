@@ -11,8 +11,9 @@ holds one WebSocket to the worker that submitted it for as long as it runs::
     slot -> worker   a SlotReport (JSON) when its state changes, at once;
                      a SlotTopics (JSON) naming the topics its task produced
                      to (KIP-558 active topics), see :class:`SlotTopics`;
-                     an empty frame (keepalive) when nothing was sent for
-                     KEEPALIVE_INTERVAL_S
+                     when nothing was sent for KEEPALIVE_INTERVAL_S: a
+                     SlotMetrics (JSON) if its task's metrics changed since
+                     the last one, else an empty frame (keepalive)
     worker -> slot   a SlotAnswer (JSON) right after the hello, and again
                      whenever the command, the restart counter or the session
                      key changes (pushed: pause/stop/restart reach the slot in
@@ -65,6 +66,7 @@ __all__ = [
     "CLOSE_LOST",
     "CLOSE_NO_SUCH_TASK",
     "CLOSE_UNAVAILABLE",
+    "ERROR_COUNTS",
     "HELLO_HEADER",
     "KEEPALIVE",
     "KEEPALIVE_INTERVAL_S",
@@ -72,8 +74,10 @@ __all__ = [
     "SLOT_CHANNEL_ROUTE",
     "Command",
     "InvalidSlotMessage",
+    "InvalidSlotMetrics",
     "SlotAnswer",
     "SlotHello",
+    "SlotMetrics",
     "SlotReport",
     "SlotTopics",
     "channel_url",
@@ -123,6 +127,11 @@ class Command(StrEnum):
 
 class InvalidSlotMessage(BadRequestException):
     """A slot-channel message that does not parse; the worker refuses it (400)."""
+
+
+class InvalidSlotMetrics(InvalidSlotMessage):
+    """A SlotMetrics that does not parse; the worker ignores it (a keepalive)
+    rather than declaring a working task lost over its numbers."""
 
 
 def _object(body: bytes, what: str) -> dict[str, Any]:
@@ -293,10 +302,68 @@ class SlotTopics:
         return cls(frozenset(topics))
 
 
-def parse_slot_message(body: bytes) -> SlotReport | SlotTopics:
-    """A non-empty slot -> worker frame: a SlotTopics if it has ``active_topics``,
-    else a SlotReport; raises :class:`InvalidSlotMessage` if it is neither."""
+# ----------------------------------------------------------------------- metrics
+
+_METRIC_COUNTS = ("poll_total", "poll_batches", "write_total", "active_count", "active_max",
+                  "commits", "aborts", "records_committed", "startup_attempts",
+                  "startup_failures")
+_METRIC_MS = ("poll_time_ms_total", "poll_time_ms_max")
+_METRIC_OPTIONAL = ("last_commit_ms", "txn_size_min", "txn_size_max", "txn_size_avg",
+                    "commit_latency_ms_p50", "commit_latency_ms_p99")
+ERROR_COUNTS = ("record_errors", "record_failures", "records_skipped", "retries",
+                "errors_logged")
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+@dataclass(frozen=True, slots=True)
+class SlotMetrics:
+    """The slot's task metrics (``connect_runtime.task.metrics.TaskMetrics.snapshot``),
+    sent in place of a keepalive when they changed. Totals count from the slot's
+    start; see that module for each field. ``offsets`` holds ``[partition,
+    offset, commits]`` for the most recently committed source partitions."""
+
+    values: dict[str, Any]
+
+    def to_json(self) -> bytes:
+        return orjson.dumps({"metrics": self.values})
+
+    @classmethod
+    def from_object(cls, message: dict[str, Any]) -> SlotMetrics:
+        """Check every field the worker reads: a slot of another version, or a bug,
+        must not put a string where the collector adds numbers."""
+        what = "slot metrics"
+        m = message.get("metrics")
+        if not isinstance(m, dict):
+            raise InvalidSlotMetrics(f"Invalid {what}: 'metrics' must be an object")
+        bad = [name for name in _METRIC_COUNTS + _METRIC_MS if not _number(m.get(name))]
+        bad += [name for name in _METRIC_OPTIONAL
+                if m.get(name) is not None and not _number(m.get(name))]
+        errors = m.get("errors")
+        if not isinstance(errors, dict) or not all(_number(errors.get(n)) for n in ERROR_COUNTS):
+            bad.append("errors")
+        offsets = m.get("offsets")
+        if not isinstance(offsets, list) or not all(
+                isinstance(o, list) and len(o) == 3 and isinstance(o[0], dict)
+                and (o[1] is None or isinstance(o[1], dict)) and _number(o[2])
+                for o in offsets):
+            bad.append("offsets")
+        if m.get("mode") not in ("exactly-once", "at-least-once"):  # TaskMode's values
+            bad.append("mode")
+        if bad:
+            raise InvalidSlotMetrics(f"Invalid {what}: bad or missing field(s) {', '.join(bad)}")
+        return cls(m)
+
+
+def parse_slot_message(body: bytes) -> SlotReport | SlotTopics | SlotMetrics:
+    """A non-empty slot -> worker frame: a SlotTopics if it has ``active_topics``, a
+    SlotMetrics if it has ``metrics``, else a SlotReport; raises
+    :class:`InvalidSlotMessage` if it is none of them."""
     message = _object(body, "slot message")
     if "active_topics" in message:
         return SlotTopics.from_object(message)
+    if "metrics" in message:
+        return SlotMetrics.from_object(message)
     return SlotReport.from_object(message)

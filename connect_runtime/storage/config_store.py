@@ -333,7 +333,9 @@ class _RecordProcessor:
     def _connector(self, name: str, value: bytes | None) -> Notification | None:
         if value is None:
             self.state.remove_connector(name)
-            log.info("Connector %s was removed", name)
+            # Debug: every worker reads every tombstone (at startup too); the leader
+            # that wrote it logs the lifecycle line (connector_deleted).
+            log.debug("Connector %s was removed", name)
             return lambda listener: listener.on_connector_config_remove(name)
         props = _properties(f"config of connector {name}", value)
         if props is None:

@@ -121,6 +121,8 @@ class AtLeastOnceTaskLoop(TaskLoop):
         self._offset_acks_pending = 0
         self._offset_error: KafkaError | None = None
         self._failing = False
+        self._flushed_offsets: list[tuple[bytes, bytes | None]] = []  # by the last flush
+        self._acked_at_flush = 0  # records acknowledged when the last flush succeeded
 
     @classmethod
     def for_started(cls, deps: LoopDeps, started: StartedTask) -> Self:
@@ -176,7 +178,11 @@ class AtLeastOnceTaskLoop(TaskLoop):
                 raise
             if not sent:  # dropped by a transform or error tolerance: done at once
                 tracker.dropped()
+            elif self.metrics is not None:
+                self.metrics.written += 1
         self.stats.records_sent += len(batch)
+        if self.metrics is not None:
+            self.metrics.set_active(self._submitted.in_flight)
 
     def _serve_deliveries(self, timeout: float) -> None:
         """Serve delivery reports, hand acked records to ``commit_record``, advance the
@@ -241,12 +247,20 @@ class AtLeastOnceTaskLoop(TaskLoop):
             self.stats.flush_failures += 1
             return False
         self.stats.flushes += 1
+        acked = self._submitted.acknowledged
+        if self.metrics is not None and (self._flushed_offsets or acked > self._acked_at_flush):
+            # A flush that wrote something is this mode's commit; idle ones are not counted.
+            self.metrics.committed(acked - self._acked_at_flush, time.monotonic() - started,
+                                   self._flushed_offsets)
+            self.metrics.set_active(self._submitted.in_flight)
+        self._acked_at_flush = acked
         self.task.commit()  # step 7
         return True
 
     def _write_offsets(self, deadline: float) -> bool:
         """Steps 2-6. InvalidOffsetException (a bad offset from the task) propagates."""
         self._unflushed.update(self._submitted.take_committable())  # step 2
+        self._flushed_offsets = []
         if not self._unflushed:
             return True
         written = [(key, serialize_value(offset))
@@ -278,6 +292,7 @@ class AtLeastOnceTaskLoop(TaskLoop):
             return False
         # Only this thread adds to _unflushed (step 2), so what was written is all of it.
         self._unflushed.clear()
+        self._flushed_offsets = written
         self.stats.offsets_written += len(written)
         if self.offset_mirror is not None:  # step 6
             self.offset_mirror.submit([(k, v) for k, v in written if v is not None])

@@ -100,6 +100,12 @@ class ErrorHandler:
         the task, so callers may run stages directly on their fast path."""
         return not (self.tolerate_all or self.retry_timeout_ms or self.log_enable)
 
+    def count_failure(self) -> None:
+        """A stage failed on the path that skips :meth:`execute` (every setting is
+        the default): the task fails, and the metrics count it first."""
+        self.counts.record_errors += 1
+        self.counts.record_failures += 1
+
     def execute(self, stage: str, klass: str, record: Any, run: Callable[[], T]) -> T:
         """Steps 1-3 of the module doc for one stage (``stage`` is Connect's name, e.g.
         ``VALUE_CONVERTER``; ``klass`` the class or transform that runs it)."""

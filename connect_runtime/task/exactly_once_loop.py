@@ -202,8 +202,12 @@ class ExactlyOnceTaskLoop(TaskLoop):
             # The common case: the batch goes out whole, inside one transaction.
             if not self._in_txn:
                 self._begin()  # step 1
-            self._txn_size += self._sender.send_batch(batch)  # step 2
+            sent = self._sender.send_batch(batch)  # step 2
+            self._txn_size += sent
             self._track_offsets(batch)
+            if self.metrics is not None:
+                self.metrics.written += sent
+                self.metrics.set_active(self._txn_size)
             return
         after_record = self.boundary.after_record
         connector_boundary = self.boundary.context is not None
@@ -213,6 +217,8 @@ class ExactlyOnceTaskLoop(TaskLoop):
                 decision = after_record(record)
                 if decision is not Decision.NONE:
                     self._end_transaction(decision)
+        if self.metrics is not None:
+            self.metrics.set_active(self._txn_size)
 
     def _send(self, record: SourceRecord) -> None:
         """One record, for connector-defined boundaries and tasks that want metadata."""
@@ -221,6 +227,8 @@ class ExactlyOnceTaskLoop(TaskLoop):
         callback = self._delivery_callback(len(self._txn_records)) if self._wants_metadata else None
         if self._sender.send(record, callback):  # step 2
             self._txn_size += 1
+            if self.metrics is not None:
+                self.metrics.written += 1
         if self._wants_metadata:  # a dropped record's metadata stays None
             self._txn_records.append(record)
             self._txn_metadata.append(None)
@@ -285,7 +293,8 @@ class ExactlyOnceTaskLoop(TaskLoop):
             return
         if not self._in_txn:
             self._begin()  # an offsets-only transaction, after an abort
-        deadline = time.monotonic() + self.transaction_timeout_s
+        began = time.monotonic()
+        deadline = began + self.transaction_timeout_s
         written = self._write_offsets()  # step 3
         self._mirror_tombstones_first(written, deadline)
         self._commit(deadline)  # step 4
@@ -293,6 +302,9 @@ class ExactlyOnceTaskLoop(TaskLoop):
             self._active_topics.durable(self._sender.used_topics)
         size = self._txn_size
         self.stats.record_commit(size)
+        if self.metrics is not None:
+            self.metrics.committed(size, time.monotonic() - began, written)
+            self.metrics.set_active(0)
         self._finish_records()  # steps 5 and 6
         self._pending_offsets.clear()
         if written and self.offset_mirror is not None:
@@ -366,6 +378,9 @@ class ExactlyOnceTaskLoop(TaskLoop):
             raise translate_kafka_error(e, f"abort_transaction for task {self.label}") from e
         self._in_txn = False
         self.stats.aborted += 1
+        if self.metrics is not None:
+            self.metrics.aborted()
+            self.metrics.set_active(0)
         # The aborted records' topics are not active; a topic reported before is
         # collected again when a record goes to it.
         self._sender.used_topics.clear()

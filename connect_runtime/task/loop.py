@@ -32,6 +32,7 @@ loops number their steps). Per-record work stays in the subclasses'
 from __future__ import annotations
 
 import threading
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -50,6 +51,7 @@ if TYPE_CHECKING:
     from connect_runtime.converters import Converter, HeaderConverter
     from connect_runtime.storage.offsets.mirror import GlobalOffsetMirror
     from connect_runtime.task.error_handler import ErrorHandler
+    from connect_runtime.task.metrics import TaskMetrics
     from connect_runtime.task.record_sender import TransformationChain
     from connect_runtime.task.startup import StartedTask
 
@@ -99,6 +101,8 @@ class LoopDeps:
     leaving a pause. ``on_topics`` (None: topic tracking is off) hears the
     topics the task's durable records went to (KIP-558, see
     :mod:`~connect_runtime.task.active_topics`); it must not block.
+    ``metrics`` (None: not measured) is the slot's
+    :class:`~connect_runtime.task.metrics.TaskMetrics`, updated per batch and commit.
     """
 
     label: str
@@ -117,6 +121,7 @@ class LoopDeps:
     header_converter: HeaderConverter | None = None
     transforms: TransformationChain | None = None
     errors: ErrorHandler | None = None
+    metrics: TaskMetrics | None = None
 
 
 class TaskLoop(ABC):
@@ -138,6 +143,7 @@ class TaskLoop(ABC):
         self.signals = deps.signals
         self.offset_mirror = deps.offset_mirror
         self.on_paused = deps.on_paused
+        self.metrics = deps.metrics
         self._sender = RecordSender(
             label=deps.label, producer=deps.producer, forbidden_topics=deps.forbidden_topics,
             key_converter=deps.key_converter, value_converter=deps.value_converter,
@@ -160,16 +166,19 @@ class TaskLoop(ABC):
     def run(self) -> Outcome:
         """Poll and send until a stop is requested; see the subclass for what
         commits and when. Returns STOPPED, or what ``_on_failure`` decides."""
-        signals = self.signals
+        signals, metrics, clock = self.signals, self.metrics, time.perf_counter
         try:
             while not signals.stop:
                 if signals.paused:
                     self._pause()
                     continue
+                polled = clock()
                 batch = self.task.poll()
                 size = 0
                 if batch:
                     size = len(batch)
+                    if metrics is not None:  # Connect times batches, not empty polls
+                        metrics.polled_batch(size, clock() - polled)
                     self._send_batch(batch)
                 self._after_poll(size)
             self._final_commit()

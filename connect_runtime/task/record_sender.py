@@ -146,7 +146,7 @@ class RecordSender:
         topic = record.topic
         if type(topic) is not str or topic not in self.used_topics:
             self._use_topic(topic)
-        key, value = self._convert(record, topic)
+        key, value = self._convert_counted(record, topic)
         self._produce(record, topic, value, key, on_delivery)
         return True
 
@@ -189,7 +189,7 @@ class RecordSender:
             except Exception:
                 converted = False
             if not converted:  # outside the handler: errors do not chain to the fast path's
-                key, value = self._convert(record, topic)
+                key, value = self._convert_counted(record, topic)
             partition, timestamp, headers = record.partition, record.timestamp, record.headers
             try:
                 if partition is None and timestamp is None and headers is None:
@@ -277,6 +277,16 @@ class RecordSender:
                 self.producer.poll(QUEUE_FULL_BACKOFF_S)
             except Exception as e:
                 raise translate_kafka_error(e, f"produce to {topic!r} by task {self.label}") from e
+
+    def _convert_counted(self, record: SourceRecord,
+                         topic: str) -> tuple[bytes | None, bytes | None]:
+        """:meth:`_convert` on the passive path, where a failure fails the task: it
+        is counted first, as Connect's operator counts it (task error metrics)."""
+        try:
+            return self._convert(record, topic)
+        except DataException:
+            self.errors.count_failure()
+            raise
 
     def _convert(self, record: SourceRecord, topic: str) -> tuple[bytes | None, bytes | None]:
         """Step 2 for key and value: bytes; any converter error becomes DataException.

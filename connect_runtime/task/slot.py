@@ -34,6 +34,7 @@ from connect_runtime.protocol.slot_channel import Command
 from connect_runtime.protocol.states import State
 from connect_runtime.storage.offsets.mirror import GlobalOffsetMirror
 from connect_runtime.task.loop import LoopDeps, LoopSignals, Outcome, loop_for
+from connect_runtime.task.metrics import TaskMetrics
 from connect_runtime.task.slot_control import SlotControl
 from connect_runtime.task.startup import start_task
 
@@ -58,7 +59,18 @@ def _run_instance(spec: TaskSpec, control: SlotControl) -> Outcome | None:
     try:
         # Sign the fence request with the current key, not the one of submission time.
         current = dataclasses.replace(spec, session_key=control.session_key)
-        started = start_task(current, lambda: signals.stop)
+        metrics = control.metrics
+        try:
+            started = start_task(current, lambda: signals.stop)
+        except StartupAbandoned:
+            raise
+        except BaseException:
+            if metrics is not None:
+                metrics.startup(failed=True)
+            raise
+        if metrics is not None:
+            metrics.startup(failed=False)
+            metrics.attach_errors(started.errors.counts if started.errors is not None else None)
         control.attach(signals, started.task)
         if signals.stop:
             return Outcome.STOPPED
@@ -78,6 +90,7 @@ def _run_instance(spec: TaskSpec, control: SlotControl) -> Outcome | None:
             errors=started.errors,
             on_paused=lambda p: control.report(State.PAUSED if p else State.RUNNING),
             on_topics=control.report_topics if spec.topic_tracking else None,
+            metrics=metrics,
         )
         # EXACTLY_ONCE (exactly.once.source.support=enabled): transactions;
         # AT_LEAST_ONCE (disabled or preparing): Connect's WorkerSourceTask.
@@ -121,6 +134,7 @@ def _restarting(control: SlotControl) -> None:
 def run_slot(spec: TaskSpec, attempt: int) -> str:
     """Host task ``spec`` until told to stop. Returns how the slot ended. Never raises."""
     control = SlotControl(spec, attempt)
+    control.metrics = TaskMetrics(spec.mode.value)
     try:
         control.wait_for_answer()
         if attempt > 0 and not control.restart_pending:

@@ -3,8 +3,10 @@
 A :class:`SlotControl` keeps the slot's channel to its worker open
 (:mod:`connect_runtime.protocol.slot_channel`) on two background threads: the
 *writer* connects (and reconnects), sends the slot's state when it changes, the
-topics its task produced to when the task loop reports some (KIP-558), and a
-keepalive when nothing else was sent; the *reader* applies what the worker
+topics its task produced to when the task loop reports some (KIP-558), and,
+when nothing else was sent for a keepalive interval, the task's metrics if they
+changed (:mod:`connect_runtime.task.metrics`) or else an empty keepalive; the
+*reader* applies what the worker
 pushes (run, pause, stop, restart, a new session key) to the running task
 loop's :class:`~connect_runtime.task.loop.LoopSignals`.
 """
@@ -35,6 +37,7 @@ from connect_runtime.protocol.slot_channel import (
     InvalidSlotMessage,
     SlotAnswer,
     SlotHello,
+    SlotMetrics,
     SlotReport,
     SlotTopics,
     channel_url,
@@ -45,6 +48,7 @@ from connect_runtime.storage.config_store import read_config_snapshot
 if TYPE_CHECKING:
     from connect_runtime.protocol.task_spec import TaskSpec
     from connect_runtime.task.loop import LoopSignals
+    from connect_runtime.task.metrics import TaskMetrics
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +88,9 @@ class SlotControl:
         self.changed = threading.Condition()
         self._state_lock = threading.Lock()
         self._topics: set[str] = set()  # reported by the task loop, not yet sent
+        # Set by the slot before its first task instance starts; sent by the writer.
+        self.metrics: TaskMetrics | None = None
+        self._metrics_sent: dict[str, Any] | None = None
         self._closed = threading.Event()
         self._report_now = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True,
@@ -175,6 +182,7 @@ class SlotControl:
 
     def _send_until_closed(self, ws: ClientConnection) -> None:
         sent: tuple[State, str | None, bool] | None = None
+        self._metrics_sent = None  # a new connection hears the metrics anew
         try:
             while True:
                 closing = self._closed.is_set()
@@ -189,13 +197,24 @@ class SlotControl:
                                        restart_seq=restart_seq, fenced=current[2]).to_json())
                     sent = current
                 elif not closing and not topics:
-                    ws.send(KEEPALIVE)
+                    ws.send(self._metrics_frame())
                 if closing:
                     return
                 self._report_now.wait(KEEPALIVE_INTERVAL_S)
                 self._report_now.clear()
         except ConnectionClosed:
             return
+
+    def _metrics_frame(self) -> bytes:
+        """The task's metrics if they changed since last sent, else a keepalive:
+        either one tells the worker the slot is alive."""
+        if self.metrics is None:
+            return KEEPALIVE
+        values = self.metrics.snapshot()
+        if values == self._metrics_sent:
+            return KEEPALIVE
+        self._metrics_sent = values
+        return SlotMetrics(values).to_json()
 
     def _send_topics(self, ws: ClientConnection, topics: set[str]) -> None:
         """Send ``topics``; kept for the next connection if this one is closed."""

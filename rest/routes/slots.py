@@ -33,8 +33,10 @@ from connect_runtime.protocol.slot_channel import (
     CLOSE_NO_SUCH_TASK,
     HELLO_HEADER,
     SLOT_CHANNEL_ROUTE,
+    InvalidSlotMetrics,
     SlotAnswer,
     SlotHello,
+    SlotMetrics,
     SlotReport,
     SlotTopics,
     close_code,
@@ -63,6 +65,8 @@ class Slots(Protocol):
     def report(self, channel: Any, report: SlotReport) -> None: ...
 
     def topics(self, channel: Any, topics: SlotTopics) -> None: ...
+
+    def metrics(self, channel: Any, metrics: SlotMetrics) -> None: ...
 
     def disconnect(self, channel: Any, clean: bool) -> None: ...
 
@@ -143,11 +147,18 @@ def slots_router(host: SlotHost) -> APIRouter:
                     continue
                 try:
                     frame = parse_slot_message(data)
+                except InvalidSlotMetrics as e:
+                    # Metrics are not worth a task: count the frame as a keepalive.
+                    log.warning("channel of %s-%d: %s", connector, task, e)
+                    host.registry.keepalive(registered)
+                    continue
                 except BadRequestException as e:
                     await _refuse(websocket, close_code(400), str(e))
                     break
                 if isinstance(frame, SlotTopics):
                     host.registry.topics(registered, frame)
+                elif isinstance(frame, SlotMetrics):
+                    host.registry.metrics(registered, frame)
                 else:
                     host.registry.report(registered, frame)
         except Exception:  # a broken socket mid-frame: the slot is lost, not the worker

@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
-from connect_runtime.cluster.slot_registry import SlotChannel, SlotRegistry
+import dataclasses
+import logging
+
+import pytest
+
+from connect_runtime.cluster.slot_registry import (
+    SlotChannel,
+    SlotRegistry,
+    SlotView,
+    task_event_line,
+)
 from connect_runtime.protocol.slot_channel import (
     Command,
     SlotAnswer,
@@ -299,3 +309,65 @@ def test_topics_of_current_slots_reach_the_listener_and_keep_them_alive() -> Non
     reg.close("c")
     reg.topics(channel, SlotTopics(frozenset({"late"})))
     assert heard == [("c", 0, frozenset({"orders"}))]
+
+
+# ----------------------------------------------------------- lifecycle log lines
+
+
+def _lines(caplog: pytest.LogCaptureFixture) -> list[tuple[str, str, str]]:
+    """(level, event, message) of the registry's lifecycle lines."""
+    return [(r.levelname, r.__dict__["event"], r.getMessage()) for r in caplog.records
+            if r.name == "connect_runtime.cluster.slot_registry" and "event" in r.__dict__]
+
+
+def test_a_start_a_failure_and_a_restart_are_one_line_each_saying_where(
+        caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="connect_runtime.cluster.slot_registry")
+    reg, _, _ = _registry()
+    reg.open("c", generation=7, task_count=1, paused=False)
+    channel, _ = _connect(reg, generation=7)
+    reg.report(channel, _report(State.RUNNING))
+    reg.set_paused("c", True)
+    reg.report(channel, _report(State.PAUSED))
+    reg.report(channel, _report(State.RUNNING))  # a resume is not a start
+    trace = ("Task c-0 (connector c) failed:\nTraceback (most recent call last):\n"
+             '  File "t.py", line 1, in poll\nRuntimeError: boom "quoted"\nsecond line\n')
+    reg.report(channel, _report(State.FAILED, trace))
+    assert reg.restart("c", 0)
+    reg.report(channel, _report(State.RESTARTING, restart_seq=1))
+    reg.report(channel, _report(State.RUNNING, restart_seq=1))
+    assert _lines(caplog) == [
+        ("INFO", "task_started",
+         "task c-0 started on host h, pid 11, Spark attempt 0 (generation 7, restart 0)"),
+        ("ERROR", "task_failed", "task c-0 failed on host h, pid 11, Spark attempt 0 "
+                                 '(generation 7, restart 0): RuntimeError: boom "quoted"'),
+        ("INFO", "task_started",
+         "task c-0 started on host h, pid 11, Spark attempt 0 (generation 7, restart 1)"),
+    ]
+    started = [r for r in caplog.records if r.__dict__.get("event") == "task_started"][-1]
+    assert {k: started.__dict__[k] for k in ("connector", "task", "generation", "restart",
+                                             "attempt", "host", "pid")} == {
+        "connector": "c", "task": 0, "generation": 7, "restart": 1, "attempt": 0,
+        "host": "h", "pid": 11}
+
+
+def test_a_lost_slot_is_one_task_lost_line_not_a_failure(
+        caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="connect_runtime.cluster.slot_registry")
+    reg, events, _ = _registry()
+    _lose_a_running_slot(reg)
+    assert events[-1][2] is State.FAILED
+    assert _lines(caplog)[1:] == [(
+        "ERROR", "task_lost", "task c-0 lost: its connection to the worker closed without a "
+        "final report; it ran on host h, pid 11, Spark attempt 0 (generation 1) and is "
+        "FAILED until restarted")]
+
+
+def test_a_task_started_paused_says_so() -> None:
+    slot = SlotView("c", 2, generation=3, state=State.PAUSED, host="h", pid=5, attempt=1)
+    line = task_event_line(State.UNASSIGNED, slot)
+    assert line is not None and line[0] == logging.INFO and line[2]["event"] == "task_started"
+    assert line[1] == "task c-2 started paused on host h, pid 5, Spark attempt 1 " \
+                      "(generation 3, restart 0)"
+    assert task_event_line(State.RUNNING, dataclasses.replace(slot, state=State.RESTARTING)) \
+        is None

@@ -7,6 +7,7 @@ import base64
 import pytest
 
 from connect_runtime.cluster.fencing import task_count_needs_fencing, transactional_ids
+from connect_runtime.cluster.herder import config_changes
 from connect_runtime.errors import RequestSignatureException
 from connect_runtime.protocol import signing
 from connect_runtime.protocol.states import IllegalStateTransition, State, check_transition
@@ -27,6 +28,14 @@ def test_fencing_rule_of_kip_618() -> None:
     assert task_count_needs_fencing(1, 2)
     assert task_count_needs_fencing(3, 3)  # partitions may have moved between tasks
     assert transactional_ids("g", "c", 3) == ["g-c-0", "g-c-1", "g-c-2"]
+
+
+def test_a_config_change_is_logged_by_key_names_never_values() -> None:
+    before = {"name": "c", "tasks.max": "1", "password": "old", "gone": "x"}
+    after = {"name": "c", "tasks.max": "2", "password": "new", "topic": "t"}
+    assert config_changes(before, after) == "changed password, tasks.max; added topic; " \
+                                            "removed gone"
+    assert config_changes(before, dict(before)) == "no key changed"
 
 
 def test_signed_requests_verify_and_forgeries_do_not() -> None:

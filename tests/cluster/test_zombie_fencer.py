@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -77,7 +78,9 @@ class Cluster:
                             write_task_count=self.write)
 
 
-def test_previous_generation_is_fenced_before_the_new_count_is_recorded() -> None:
+def test_previous_generation_is_fenced_before_the_new_count_is_recorded(
+        caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="connect_runtime.cluster.fencing")
     cluster = Cluster(View(task_count_now=2, record=3))
     cluster.fencer().fence("c")
     assert cluster.calls == [
@@ -86,6 +89,12 @@ def test_previous_generation_is_fenced_before_the_new_count_is_recorded() -> Non
         ("read",),
         ("write", "c", 2),
     ]
+    # One lifecycle line, naming the connector and the generation fenced for.
+    [line] = [r for r in caplog.records if r.__dict__.get("event") == "producers_fenced"]
+    assert line.getMessage() == ("fenced 3 producer(s) of connector c for generation 10 "
+                                 "(3 task(s) before, 2 now): grp-c-0, grp-c-1, grp-c-2")
+    assert (line.__dict__["connector"], line.__dict__["generation"],
+            line.__dict__["producers"]) == ("c", 10, 3)
 
 
 @pytest.mark.parametrize(("record", "now"), [(None, 4), (1, 1)])

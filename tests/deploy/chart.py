@@ -40,7 +40,9 @@ def helm(*args: str, kubeconfig: Path | None = None,
 def values_args(value_set: str | None, sets: dict[str, str] | None = None) -> list[str]:
     args = ["-f", str(CHART / "ci" / value_set)] if value_set else []
     for key, value in (sets or {}).items():
-        args += ["--set-string" if isinstance(value, str) and not value.isdigit() else "--set",
+        # Numbers and booleans as YAML would read them; everything else stays a string.
+        typed = value.isdigit() or value in ("true", "false")
+        args += ["--set-string" if isinstance(value, str) and not typed else "--set",
                  f"{key}={value}"]
     return args
 

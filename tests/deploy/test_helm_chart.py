@@ -65,6 +65,8 @@ def test_strict_validation_rejects_an_unknown_field(tmp_path: Path) -> None:
     ({"connect.config.offset\\.flush\\.interval\\.ms": "a\nb"},
      "at '/connect/config/offset.flush.interval.ms'"),
     ({"podAntiAffinity": "sometimes"}, "at '/podAntiAffinity'"),
+    ({"logFormat": "xml"}, "at '/logFormat': value must be one of 'text', 'json'"),
+    ({"metrics.serviceMonitor.interval": "often"}, "at '/metrics/serviceMonitor/interval'"),
     ({"replicas": "3"}, "additional properties 'replicas' not allowed"),
 ])
 def test_a_wrong_value_fails_with_the_schema_message(sets: dict[str, str], message: str) -> None:
@@ -134,6 +136,40 @@ def test_worker_pods_shape() -> None:
     assert headless["clusterIP"] == "None" and headless["publishNotReadyAddresses"] is True
     assert find(objects, "PodDisruptionBudget")["spec"]["maxUnavailable"] == 1
     assert not [o for o in objects if o["kind"] in ("Role", "RoleBinding")]
+
+
+@pytest.mark.parametrize(("sets", "expected"), [({}, "text"), ({"logFormat": "json"}, "json")])
+def test_the_log_format_reaches_the_workers_as_an_environment_variable(
+        sets: dict[str, str], expected: str) -> None:
+    objects = render("defaults-values.yaml", sets)
+    container = find(objects, "StatefulSet")["spec"]["template"]["spec"]["containers"][0]
+    assert {"name": "CONNECT_LOG_FORMAT", "value": expected} in container["env"]
+
+
+def test_metrics_are_scraped_from_every_pod() -> None:
+    """Pod annotations by default; a ServiceMonitor on request, over the headless
+    Service only (the client Service reaches the same pods: they would be scraped twice)."""
+    objects = render("defaults-values.yaml")
+    annotations = find(objects, "StatefulSet")["spec"]["template"]["metadata"]["annotations"]
+    assert {k: v for k, v in annotations.items() if k.startswith("prometheus.io/")} == {
+        "prometheus.io/scrape": "true", "prometheus.io/port": "8083",
+        "prometheus.io/path": "/metrics"}
+    assert not [o for o in objects if o["kind"] == "ServiceMonitor"]
+    objects = render("defaults-values.yaml", {"metrics.serviceMonitor.enabled": "true",
+                                              "metrics.serviceMonitor.labels.release": "prom",
+                                              "metrics.podAnnotations": "false"})
+    annotations = find(objects, "StatefulSet")["spec"]["template"]["metadata"]["annotations"]
+    assert not [k for k in annotations if k.startswith("prometheus.io/")]
+    monitor = find(objects, "ServiceMonitor")
+    assert monitor["metadata"]["labels"]["release"] == "prom"
+    assert monitor["spec"]["endpoints"] == [{"port": "rest", "path": "/metrics",
+                                             "interval": "15s"}]
+    selected = [o for o in objects if o["kind"] == "Service" and
+                monitor["spec"]["selector"]["matchLabels"].items()
+                <= o["metadata"]["labels"].items()]
+    assert [o["metadata"]["name"] for o in selected] == [
+        find(objects, "Service", "-headless")["metadata"]["name"]]
+    assert "rest" in [port["name"] for port in selected[0]["spec"]["ports"]]
 
 
 def test_kubernetes_mode_renders_the_driver_settings_and_role() -> None:

@@ -24,17 +24,20 @@ class _OneTaskConnector(SourceConnector):
 
 
 class FailingTask(SourceTask):
-    """Emits ``fail.after`` records (committed), then raises from poll."""
+    """Emits ``fail.after`` records (committed), then raises from poll: a RuntimeError
+    whose message is ``fail.message`` when set (the dashboard test puts HTML in it)."""
 
     def start(self, config: dict[str, str]) -> None:
         self.topic = config["topic"]
         self.fail_after = int(config.get("fail.after", "10"))
+        self.fail_message = config.get("fail.message")
         offset = self.context.offset_storage_reader.offset({"source": "failing"})
         self.next = int(offset["seq"]) if offset else 0  # type: ignore[arg-type]
 
     def poll(self) -> list[SourceRecord] | None:
         if self.next >= self.fail_after:
-            raise RuntimeError(f"boom: failing task gave up at seq {self.next}")
+            raise RuntimeError(self.fail_message or
+                               f"boom: failing task gave up at seq {self.next}")
         batch = [SourceRecord({"source": "failing"}, {"seq": n + 1}, self.topic,
                               value={"partition": 0, "seq": n})
                  for n in range(self.next, self.fail_after)]

@@ -11,8 +11,10 @@ from connect_runtime.protocol.slot_channel import (
     LIVENESS_TIMEOUT_S,
     Command,
     InvalidSlotMessage,
+    InvalidSlotMetrics,
     SlotAnswer,
     SlotHello,
+    SlotMetrics,
     SlotReport,
     SlotTopics,
     channel_url,
@@ -111,3 +113,31 @@ def test_topics_and_reports_share_the_channel_and_parse_apart() -> None:
 def test_bad_topics_are_refused(body: bytes) -> None:
     with pytest.raises(InvalidSlotMessage):
         parse_slot_message(body)
+
+
+# ----------------------------------------------------------------------- metrics
+
+
+def metrics_values(**overrides: object) -> dict[str, object]:
+    from connect_runtime.task.metrics import TaskMetrics
+
+    return {**TaskMetrics("exactly-once").snapshot(), **overrides}
+
+
+def test_metrics_share_the_channel_and_parse_apart() -> None:
+    message = SlotMetrics(metrics_values(poll_total=7))
+    parsed = parse_slot_message(message.to_json())
+    assert isinstance(parsed, SlotMetrics) and parsed.values["poll_total"] == 7
+
+
+@pytest.mark.parametrize(("values", "named"), [
+    ({"poll_total": "7"}, "poll_total"), ({"poll_total": True}, "poll_total"),
+    ({"txn_size_avg": "big"}, "txn_size_avg"), ({"errors": {}}, "errors"),
+    ({"offsets": [[{"p": 1}, {"o": 2}]]}, "offsets"), ({"mode": "sometimes"}, "mode"),
+])
+def test_bad_metrics_name_the_field_and_are_their_own_error(values: dict[str, object],
+                                                            named: str) -> None:
+    with pytest.raises(InvalidSlotMetrics, match=f"bad or missing field\\(s\\) {named}"):
+        parse_slot_message(SlotMetrics(metrics_values(**values)).to_json())
+    with pytest.raises(InvalidSlotMetrics, match="'metrics' must be an object"):
+        parse_slot_message(b'{"metrics": []}')

@@ -102,6 +102,8 @@ class FakeHerder:
         # Active topics (KIP-558): the worker's settings, and the topics per connector.
         self.tracking = TopicTracking(enabled=True, allow_reset=True)
         self.active_topics: dict[str, set[str]] = {}
+        # The dashboard: traces of tasks by (connector, task), shown in its view.
+        self.task_traces: dict[tuple[str, int], str] = {}
 
     # -- steering ---------------------------------------------------------------
 
@@ -151,6 +153,10 @@ class FakeHerder:
     def health(self) -> HealthInfo:
         self._enter("health")
         return self.health_info
+
+    def metrics_exposition(self) -> bytes:
+        self._enter("metrics_exposition")
+        return b"# HELP kafka_connect_worker_connector_count Connectors.\n"
 
     def connectors(self) -> list[str]:
         self._enter("connectors")
@@ -331,3 +337,29 @@ class FakeHerder:
     def reset_connector_active_topics(self, name: str) -> None:
         self._enter("reset_connector_active_topics", name)
         self.active_topics.pop(name, None)
+
+    # -- the /ui dashboard ----------------------------------------------------------
+
+    def dashboard(self) -> dict[str, Any]:
+        """The view's shape over the fake's connectors: no hosts, no metrics samples;
+        task 0 of each connector holds the offsets ``connector_offsets`` reports."""
+        self._enter("dashboard")
+        series: dict[str, list[float]] = {
+            key: [] for key in ("t_ms", "poll_rate", "write_rate", "commit_rate", "txn_size_avg")}
+        connectors = []
+        for name, connector in sorted(self._connectors.items()):
+            tasks = [{"id": n, "state": state, "worker_id": WORKER_ID,
+                      "trace": self.task_traces.get((name, n)), "host": None, "pid": None,
+                      "attempt": 0, "generation": None,
+                      "series": {key: list(values) for key, values in series.items()},
+                      "transaction_size": None,
+                      "offsets": [{"partition": {"task": 0}, "offset": {"seq": 41}}] if n == 0
+                      else []}
+                     for n, state in sorted(connector.task_states.items())]
+            connectors.append({
+                "name": name, "type": "source", "state": connector.state, "worker_id": WORKER_ID,
+                "trace": None, "class": connector.config.get("connector.class", "").split(".")[-1],
+                "tasks": tasks})
+        return {"worker_id": WORKER_ID, "leader_url": self.leader_url,
+                "is_leader": self.is_leader, "generated_at_ms": self.now_ms, "window_s": 600,
+                "connectors": connectors}

@@ -26,6 +26,7 @@ from connect_runtime.protocol.task_spec import TaskSpec
 from connect_runtime.storage.offsets.mirror import GlobalOffsetMirror
 from connect_runtime.task.at_least_once_loop import AtLeastOnceTaskLoop
 from connect_runtime.task.loop import LoopDeps, LoopSignals, Outcome, loop_for
+from connect_runtime.task.metrics import TaskMetrics
 from connect_runtime.task.startup import start_task
 
 
@@ -73,7 +74,8 @@ def topics(kafka_bootstrap: str, unique_name: Callable[[str], str]) -> Iterator[
 def make_loop(bootstrap: str, offsets: str, task: SourceTask, *, interval_s: float = 60,
               timeout_s: float = 5, message_timeout_ms: int = 30000,
               mirror: GlobalOffsetMirror | None = None,
-              forbidden: frozenset[str] | None = None) -> AtLeastOnceTaskLoop:
+              forbidden: frozenset[str] | None = None,
+              metrics: TaskMetrics | None = None) -> AtLeastOnceTaskLoop:
     producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True,
                          "acks": "all", "linger.ms": 5,
                          "message.timeout.ms": message_timeout_ms})
@@ -84,7 +86,7 @@ def make_loop(bootstrap: str, offsets: str, task: SourceTask, *, interval_s: flo
                                      True, config_key="key.converter"),
         value_converter=load_converter("org.apache.kafka.connect.json.JsonConverter", {},
                                        False, config_key="value.converter"),
-        signals=LoopSignals(), offset_mirror=mirror),
+        signals=LoopSignals(), offset_mirror=mirror, metrics=metrics),
         offset_flush_interval_s=interval_s, offset_flush_timeout_s=timeout_s)
 
 
@@ -129,7 +131,8 @@ def test_records_are_visible_at_once_and_offsets_follow_at_the_interval(
     out, offsets = topics
     task = ScriptedTask([records(out, "a", 0, 3), records(out, "b", 0, 2),
                          records(out, "a", 3, 4)])
-    loop = make_loop(kafka_bootstrap, offsets, task, interval_s=4)
+    metrics = TaskMetrics("at-least-once")
+    loop = make_loop(kafka_bootstrap, offsets, task, interval_s=4, metrics=metrics)
     running = Running(loop)
     # No transaction: read_committed consumers see the records before any offset exists.
     wait_for(lambda: len(read_topic(kafka_bootstrap, out)) == 9, 10,
@@ -148,6 +151,11 @@ def test_records_are_visible_at_once_and_offsets_follow_at_the_interval(
     landed = {(r["partition"], r["offset"]) for r in read_topic(kafka_bootstrap, out)}
     assert {(m.partition, m.offset) for _, m in task.acked if m is not None} == landed
     assert task.commits == 2  # the interval flush, then the one on stop
+    # Metrics: a flush that wrote offsets is this mode's commit; the one on stop had none.
+    snap = metrics.snapshot()
+    assert (snap["poll_total"], snap["poll_batches"], snap["write_total"]) == (9, 3, 9)
+    assert (snap["commits"], snap["records_committed"], snap["active_count"]) == (1, 9, 0)
+    assert sorted((o[0]["p"], o[1]["seq"]) for o in snap["offsets"]) == [("a", 7), ("b", 2)]
 
 
 def test_stop_waits_for_acks_and_writes_the_last_offsets(

@@ -1,0 +1,155 @@
+"""Lifecycle log lines (docs/operations.md, "Logs") from a real worker: one line
+per event, naming the connector and task, as JSON lines on request or Connect-like
+text by default; and the CLI refusing an unknown log format."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from harness import WorkerProcess, free_port
+from kafka_helpers import create_topic, wait_for
+
+SEQ = "SequenceSourceConnector"
+FAILING = "testconnectors.FailingSourceConnector"
+# A line in the text format: what JSON mode must never write for the worker's own logs.
+TEXT_LINE = re.compile(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}\] [A-Z]+ ")
+
+
+def json_lines(worker: WorkerProcess) -> list[dict[str, Any]]:
+    """The worker's JSON log lines, parsed (Spark's JVM writes text lines of its own
+    to the same output)."""
+    text = worker.log_path.read_text(errors="replace")
+    return [json.loads(line) for line in text.splitlines() if line.startswith("{")]
+
+
+def events(worker: WorkerProcess, event: str, /, **fields: Any) -> list[dict[str, Any]]:
+    return [line for line in json_lines(worker) if line.get("event") == event
+            and all(line.get(k) == v for k, v in fields.items())]
+
+
+def wait_event(worker: WorkerProcess, event: str, count: int = 1, /,
+               **fields: Any) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = wait_for(
+        lambda: (lines := events(worker, event, **fields)) and len(lines) >= count and lines,
+        60, f"{count} {event} line(s) with {fields} in {worker.log_path}")
+    return found
+
+
+def test_lifecycle_events_are_json_lines_naming_connector_and_task(
+        kafka_bootstrap: str, tmp_path: Path, unique_name: Callable[[str], str]) -> None:
+    worker = WorkerProcess(kafka_bootstrap, unique_name("logs"), free_port(), tmp_path,
+                           env={"CONNECT_LOG_FORMAT": "json"})
+    topic, seq, failing = unique_name("out"), unique_name("seq"), unique_name("failing")
+    create_topic(kafka_bootstrap, topic)
+    worker.start()
+    try:
+        [elected] = wait_event(worker, "leader_elected")
+        assert elected["worker"] == f"127.0.0.1:{worker.port}" and elected["epoch"] >= 0
+        assert elected["level"] == "INFO" and elected["logger"] == "connect_runtime.cluster.herder"
+        assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", elected["ts"])
+
+        # Created with one task, then reconfigured to two: new task configs, and the
+        # first generation's producer fenced for the second (KIP-618).
+        config = {"connector.class": SEQ, "topic": topic, "rate.per.sec": "20",
+                  "tasks.max": "1"}
+        assert worker.rest("PUT", f"/connectors/{seq}/config", json=config).status_code == 201
+        worker.wait_tasks(seq, "RUNNING", 1)
+        wait_event(worker, "connector_created", connector=seq)
+        wait_event(worker, "connector_started", connector=seq)
+        [first] = wait_event(worker, "task_configs_written", connector=seq)
+        assert first["tasks"] == 1
+        [started] = wait_event(worker, "task_started", connector=seq, task=0)
+        assert started["generation"] == first["generation"] and started["restart"] == 0
+        assert started["pid"] > 0 and started["host"] and started["attempt"] == 0
+        assert f"task {seq}-0 started on host " in started["message"]
+
+        r = worker.rest("PUT", f"/connectors/{seq}/config", json={**config, "tasks.max": "2"})
+        assert r.status_code == 200, r.text
+        worker.wait_tasks(seq, "RUNNING", 2)
+        [reconfigured] = wait_event(worker, "connector_reconfigured", connector=seq)
+        assert reconfigured["message"] == f"connector {seq} reconfigured: changed tasks.max"
+        [_, second] = wait_event(worker, "task_configs_written", 2, connector=seq)
+        assert second["tasks"] == 2 and second["generation"] > first["generation"]
+        [fenced] = wait_event(worker, "producers_fenced", connector=seq)
+        assert fenced["generation"] == second["generation"] and fenced["producers"] == 1
+        assert fenced["message"].startswith(
+            f"fenced 1 producer(s) of connector {seq} for generation {second['generation']}")
+        wait_event(worker, "task_started", connector=seq, task=1,
+                   generation=second["generation"])
+
+        # A task that fails, is restarted through REST, and fails again.
+        r = worker.rest("POST", "/connectors", json={"name": failing, "config": {
+            "connector.class": FAILING, "topic": topic, "fail.after": "5"}})
+        assert r.status_code == 201, r.text
+        worker.wait_tasks(failing, "FAILED", 1)
+        [failed] = wait_event(worker, "task_failed", connector=failing, task=0)
+        assert failed["level"] == "ERROR" and "\n" not in failed["message"]
+        assert failed["message"].endswith(
+            "RuntimeError: boom: failing task gave up at seq 5"), failed["message"]
+        assert "exc" not in failed  # the whole trace is in the task's status, not here
+        r = worker.rest("POST", f"/connectors/{failing}/tasks/0/restart")
+        assert r.status_code == 204, r.text
+        [restart] = wait_event(worker, "task_restart_requested", connector=failing, task=0)
+        assert restart["restart"] == 1, restart
+        # The restarted instance fails again at once (its slot may report FAILED
+        # without a RUNNING in between: a slot reports its latest state).
+        [_, again] = wait_event(worker, "task_failed", 2, connector=failing, task=0)
+        assert again["restart"] == 1, again
+
+        assert worker.rest("DELETE", f"/connectors/{failing}").status_code == 204
+        wait_event(worker, "connector_deleted", connector=failing)
+    finally:
+        code = worker.stop()
+    assert code == 0, worker.tail()
+    assert events(worker, "leadership_lost", worker=f"127.0.0.1:{worker.port}")
+    # One line per event: the second generation's task 0 started once, for example.
+    assert len(events(worker, "task_started", connector=seq, task=0,
+                      generation=second["generation"])) == 1
+    assert len(events(worker, "connector_created")) == 2
+    # Every line of the worker's own logging is JSON, from the first (config warnings
+    # are logged before the worker starts) to the last.
+    text = worker.log_path.read_text(errors="replace").splitlines()
+    assert not [line for line in text if TEXT_LINE.match(line)], worker.tail()
+
+
+def test_the_default_text_format_is_unchanged(
+        worker: WorkerProcess, unique_name: Callable[[str], str]) -> None:
+    topic, name = unique_name("out"), unique_name("text")
+    create_topic(worker.bootstrap, topic)
+    r = worker.rest("POST", "/connectors", json={"name": name, "config": {
+        "connector.class": SEQ, "topic": topic, "rate.per.sec": "20"}})
+    assert r.status_code == 201, r.text
+    worker.wait_tasks(name, "RUNNING", 1)
+    assert worker.rest("DELETE", f"/connectors/{name}").status_code == 204
+    created = re.compile(rf"^\[[\d:, -]+\] INFO connector {re.escape(name)} created "
+                         r"\(SequenceSourceConnector, target state STARTED\) "
+                         r"\(connect_runtime\.cluster\.herder\)$", re.MULTILINE)
+    started = re.compile(rf"^\[[\d:, -]+\] INFO task {re.escape(name)}-0 started on host \S+, "
+                         r"pid \d+, Spark attempt 0 \(generation \d+, restart 0\) "
+                         r"\(connect_runtime\.cluster\.slot_registry\)$", re.MULTILINE)
+    wait_for(lambda: created.search(worker.log_path.read_text(errors="replace"))
+             and started.search(worker.log_path.read_text(errors="replace")),
+             30, "the text lines of the connector's creation and its task's start")
+
+
+def test_the_cli_rejects_an_unknown_log_format_naming_the_option_or_variable(
+        tmp_path: Path) -> None:
+    props = tmp_path / "worker.properties"
+    props.write_text("bootstrap.servers=127.0.0.1:1\ngroup.id=g\nconfig.storage.topic=c\n"
+                     "offset.storage.topic=o\nstatus.storage.topic=s\n")
+    cli = [sys.executable, "-m", "connect_runtime.cli"]
+    result = subprocess.run([*cli, "worker", "--log-format", "xml", str(props)],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and "--log-format" in result.stderr, result.stderr
+    env = dict(os.environ, CONNECT_LOG_FORMAT="xml")
+    result = subprocess.run([*cli, str(props)], capture_output=True, text=True, timeout=60,
+                            env=env)
+    assert result.returncode == 2, result.stderr
+    assert "CONNECT_LOG_FORMAT='xml' is not a log format" in result.stderr

@@ -29,7 +29,7 @@ LOG_FORMAT_ENV = "CONNECT_LOG_FORMAT"
 LOG_FORMATS = ("text", "json")
 TEXT_FORMAT = "[%(asctime)s] %(levelname)s %(message)s (%(name)s)"
 EVENT_FIELDS = ("event", "connector", "task", "generation", "tasks", "producers", "restart",
-                "attempt", "host", "pid", "worker", "epoch")
+                "attempt", "host", "pid", "worker", "epoch", "automatic")
 """The ``extra`` fields a JSON line carries when a record has them (docs/operations.md)."""
 
 _QUIET_LOGGERS = ("py4j", "httpx", "httpcore", "uvicorn.access")

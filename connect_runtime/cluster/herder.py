@@ -26,6 +26,7 @@ from connect_runtime import __version__
 from connect_runtime.api.record import SourcePartition
 from connect_runtime.cluster import fencing
 from connect_runtime.cluster.active_topics import ActiveTopicRecorder
+from connect_runtime.cluster.auto_restart import AutoRestarts, RestartPolicy
 from connect_runtime.cluster.connector_host import HostedConnector
 from connect_runtime.cluster.herder_api import (
     ActiveTopicsInfo,
@@ -58,6 +59,7 @@ from connect_runtime.config.worker_config import WorkerConfig
 from connect_runtime.errors import (
     AlreadyExistsException,
     BadRequestException,
+    ConfigException,
     ConflictException,
     NotFoundException,
     NotLeaderException,
@@ -116,6 +118,7 @@ class DistributedHerder:
         self.worker_id = config.worker_id
         self.worker_url = config.advertised_url()
         self.metrics = WorkerMetrics(self.worker_id, self._cluster_view)
+        self._auto_restarts = AutoRestarts()
         self.registry = SlotRegistry(self._on_task_state, session_key=self.session_key_b64,
                                      on_topics=self._on_task_topics,
                                      on_metrics=self.metrics.tasks.record)
@@ -299,7 +302,8 @@ class DistributedHerder:
         return ClusterView(connector_states, task_states, classes,
                            hosted_connectors=len(self._hosted),
                            hosted_tasks=len(self.registry.slots()),
-                           leader_url=self.leader_url(), is_leader=self._leader)
+                           leader_url=self.leader_url(), is_leader=self._leader,
+                           auto_restarts=self._auto_restarts.counts())
 
     def _require_leader(self, what: str) -> None:
         if not self._leader:
@@ -579,7 +583,9 @@ class DistributedHerder:
         self._restart_task(name, task)
         self.wake()
 
-    def _restart_task(self, name: str, task: int) -> None:
+    def _restart_task(self, name: str, task: int, automatic: bool = False) -> None:
+        if not automatic:
+            self._auto_restarts.cancel(name, task)
         self.status_store.put_task(name, task, State.RESTARTING.value, self.worker_id)
         job = self.runner.job(name)
         slot = None
@@ -593,9 +599,11 @@ class DistributedHerder:
         how = ("its Spark job is resubmitted" if slot is None else
                f"restart {slot.restart_seq} sent to its slot (host {slot.host}, pid "
                f"{slot.pid}, Spark attempt {slot.attempt})")
-        log.info("restart of task %s-%d requested: %s", name, task, how,
+        log.info("automatic restart of task %s-%d: %s" if automatic else
+                 "restart of task %s-%d requested: %s", name, task, how,
                  extra={"event": "task_restart_requested", "connector": name, "task": task,
-                        "restart": None if slot is None else slot.restart_seq})
+                        "restart": None if slot is None else slot.restart_seq,
+                        "automatic": automatic})
 
     # -------------------------------------------------------- zombie fencing
 
@@ -655,6 +663,7 @@ class DistributedHerder:
                 self._reconcile(name, snap)
                 snap = self._snapshot()
             self._note_waiting_tasks()
+            self._restart_due_tasks()
             self._reset_active_topics_of_deleted(snap)
 
     def _note_waiting_tasks(self) -> None:
@@ -769,6 +778,7 @@ class DistributedHerder:
                                             version=version)
 
     def _teardown(self, name: str, snap: ClusterConfigState) -> None:
+        self._auto_restarts.forget(name)
         if name in self._running_generation:
             self._stop_tasks(name)
         host = self._hosted.pop(name, None)
@@ -807,7 +817,39 @@ class DistributedHerder:
                              args=(connector, task, slot.generation, trace), daemon=True,
                              name=f"fenced-{connector}-{task}").start()
             return
+        generation = self._running_generation.get(connector, 0)
+        if state is State.FAILED:
+            plan = self._auto_restarts.failed(connector, task, generation,
+                                              self._restart_policy(connector))
+            if plan is not None:  # the status says what happens next, and when
+                trace = f"{trace or ''}\n\n{plan.note}".lstrip()
+                event = ({"event": "task_auto_restart_gave_up"} if plan.gave_up
+                         else {"event": "task_auto_restart_scheduled"})
+                log.log(logging.WARNING if plan.gave_up else logging.INFO,
+                        "task %s-%d: %s", connector, task, plan.note, extra={
+                            **event, "connector": connector, "task": task,
+                            "generation": generation, "attempt": plan.attempt})
+        elif state is State.RUNNING:
+            self._auto_restarts.running(connector, task, generation)
         self._put_task_state(connector, task, state, trace)
+
+    def _restart_policy(self, connector: str) -> RestartPolicy:
+        config = self.config_store.snapshot().connector_config(connector)
+        try:
+            return RestartPolicy.from_values(ConnectorConfig(config or {}).values)
+        except ConfigException:  # validated when written; a deleted one has none
+            return RestartPolicy()
+
+    def _restart_due_tasks(self) -> None:
+        """Automatic restarts whose delay is over (:mod:`.auto_restart`); only a task
+        still FAILED in the same generation: a REST restart or a new generation
+        took care of the others."""
+        for connector, task, generation in self._auto_restarts.due():
+            slot = self.registry.slot(connector, task)
+            if (slot is None or slot.state is not State.FAILED
+                    or self._running_generation.get(connector) != generation):
+                continue
+            self._restart_task(connector, task, automatic=True)
 
     def _put_task_state(self, connector: str, task: int, state: State,
                         trace: str | None) -> None:

@@ -204,6 +204,8 @@ class ClusterView:
     hosted_tasks: int  # task slots this worker hosts
     leader_url: str | None
     is_leader: bool
+    # (connector, task) -> (automatic restarts done, consecutive failed attempts)
+    auto_restarts: Mapping[tuple[str, int], tuple[int, int]] = field(default_factory=dict)
 
 
 _TASK_STATES = ("RUNNING", "PAUSED", "FAILED", "UNASSIGNED", "RESTARTING")
@@ -310,6 +312,14 @@ class MetricsCollector:
                      "The connector's tasks.", ["connector", "worker"],
                      [([name, w], sum(counts.values()))
                       for name, counts in sorted(per_connector.items())])
+        restarts = sorted(view.auto_restarts.items())
+        yield _counter("kafka_connect_worker_task_auto_restarts",
+                       "Automatic restarts of the task (errors.restart.policy=on-failure).",
+                       list(TASK_LABELS), [([c, str(t), w], n) for (c, t), (n, _) in restarts])
+        yield _gauge("kafka_connect_worker_task_restart_attempts",
+                     "Consecutive failures of the task counted toward "
+                     "errors.restart.max.attempts (0 after a stable run).", list(TASK_LABELS),
+                     [([c, str(t), w], n) for (c, t), (_, n) in restarts])
         task_status = GaugeMetricFamily(
             "kafka_connect_connector_task_status", "1 for the task's state (Connect's "
             "connector-task-metrics status).", labels=[*TASK_LABELS, "status"])

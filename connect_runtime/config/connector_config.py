@@ -64,6 +64,16 @@ ERRORS_RETRY_MAX_DELAY_CONFIG = "errors.retry.delay.max.ms"
 ERRORS_TOLERANCE_CONFIG = "errors.tolerance"
 ERRORS_LOG_ENABLE_CONFIG = "errors.log.enable"
 ERRORS_LOG_INCLUDE_MESSAGES_CONFIG = "errors.log.include.messages"
+# Automatic task restarts (cluster/auto_restart.py): not Kafka Connect's, off by default.
+ERRORS_RESTART_POLICY_CONFIG = "errors.restart.policy"
+ERRORS_RESTART_MAX_ATTEMPTS_CONFIG = "errors.restart.max.attempts"
+ERRORS_RESTART_BACKOFF_INITIAL_CONFIG = "errors.restart.backoff.initial.ms"
+ERRORS_RESTART_BACKOFF_MAX_CONFIG = "errors.restart.backoff.max.ms"
+ERRORS_RESTART_RESET_AFTER_CONFIG = "errors.restart.reset.after.ms"
+RESTART_KEYS = frozenset({
+    ERRORS_RESTART_POLICY_CONFIG, ERRORS_RESTART_MAX_ATTEMPTS_CONFIG,
+    ERRORS_RESTART_BACKOFF_INITIAL_CONFIG, ERRORS_RESTART_BACKOFF_MAX_CONFIG,
+    ERRORS_RESTART_RESET_AFTER_CONFIG})
 TOPIC_CREATION_GROUPS_CONFIG = "topic.creation.groups"
 TOPIC_CREATION_RF_CONFIG = "topic.creation.default.replication.factor"
 TOPIC_CREATION_PARTITIONS_CONFIG = "topic.creation.default.partitions"
@@ -289,14 +299,13 @@ def _define_error_handling(d: ConfigDef) -> ConfigDef:
         d.define(ERRORS_RETRY_TIMEOUT_CONFIG, Type.LONG, 0, importance=Importance.MEDIUM,
                  documentation="The maximum duration in milliseconds that a failed operation "
                  "will be reattempted. The default is 0, which means no retries will be "
-                 "attempted. Use -1 for infinite retries." + _NOT_YET,
+                 "attempted. Use -1 for infinite retries.",
                  group=g, order_in_group=1, width=Width.MEDIUM,
                  display_name="Retry Timeout for Errors")
         .define(ERRORS_RETRY_MAX_DELAY_CONFIG, Type.LONG, 60000, importance=Importance.MEDIUM,
                 documentation="The maximum duration in milliseconds between consecutive "
                 "retry attempts. Jitter will be added to the delay once this limit is "
-                "reached to prevent thundering herd issues. Without retries (the only "
-                "mode connect-runtime has yet) it has no effect.",
+                "reached to prevent thundering herd issues.",
                 group=g, order_in_group=2, width=Width.MEDIUM,
                 display_name="Maximum Delay Between Retries for Errors")
         .define(ERRORS_TOLERANCE_CONFIG, Type.STRING, "none", ValidString.in_("none", "all"),
@@ -304,18 +313,50 @@ def _define_error_handling(d: ConfigDef) -> ConfigDef:
                 "Behavior for tolerating errors during connector operation. 'none' is the "
                 "default value and signals that any error will result in an immediate "
                 "connector task failure; 'all' changes the behavior to skip over "
-                "problematic records." + _NOT_YET,
+                "problematic records.",
                 group=g, order_in_group=3, width=Width.SHORT, display_name="Error Tolerance")
         .define(ERRORS_LOG_ENABLE_CONFIG, Type.BOOLEAN, False, importance=Importance.MEDIUM,
                 documentation="If true, write each error and the details of the failed "
-                "operation and problematic record to the Connect application log." + _NOT_YET,
+                "operation and problematic record to the Connect application log.",
                 group=g, order_in_group=4, width=Width.SHORT, display_name="Log Errors")
         .define(ERRORS_LOG_INCLUDE_MESSAGES_CONFIG, Type.BOOLEAN, False,
                 importance=Importance.MEDIUM,
                 documentation="Whether to include in the log the Connect record that "
-                "resulted in a failure. Without errors.log.enable (not supported yet by "
-                "connect-runtime) it has no effect.",
+                "resulted in a failure. This is 'false' by default, which will prevent "
+                "record keys, values, and headers from being written to log files.",
                 group=g, order_in_group=5, width=Width.SHORT, display_name="Log Error Details")
+        .define(ERRORS_RESTART_POLICY_CONFIG, Type.STRING, "none",
+                ValidString.in_("none", "on-failure"), Importance.MEDIUM,
+                "What the leader does when a task fails: 'none' (the default, as in Kafka "
+                "Connect) leaves it FAILED until restarted through REST; 'on-failure' "
+                "restarts it after a delay that doubles with each consecutive failure "
+                "(connect-runtime only; docs/operations.md).",
+                group=g, order_in_group=6, width=Width.SHORT, display_name="Restart Policy")
+        .define(ERRORS_RESTART_MAX_ATTEMPTS_CONFIG, Type.INT, 10, Range.at_least(-1),
+                Importance.LOW,
+                "With errors.restart.policy=on-failure: how many consecutive failures are "
+                "restarted before the task is left FAILED; -1 for no limit.",
+                group=g, order_in_group=7, width=Width.SHORT,
+                display_name="Maximum Restart Attempts")
+        .define(ERRORS_RESTART_BACKOFF_INITIAL_CONFIG, Type.LONG, 1000, Range.at_least(0),
+                Importance.LOW,
+                "With errors.restart.policy=on-failure: the delay before the first restart "
+                "in milliseconds; each consecutive one doubles it, with jitter.",
+                group=g, order_in_group=8, width=Width.SHORT,
+                display_name="Initial Restart Delay")
+        .define(ERRORS_RESTART_BACKOFF_MAX_CONFIG, Type.LONG, 300000, Range.at_least(0),
+                Importance.LOW,
+                "With errors.restart.policy=on-failure: the longest delay between restarts "
+                "in milliseconds.",
+                group=g, order_in_group=9, width=Width.SHORT,
+                display_name="Maximum Restart Delay")
+        .define(ERRORS_RESTART_RESET_AFTER_CONFIG, Type.LONG, 600000, Range.at_least(0),
+                Importance.LOW,
+                "With errors.restart.policy=on-failure: a task that runs this long in "
+                "milliseconds after a restart starts its count of consecutive failures "
+                "afresh.",
+                group=g, order_in_group=10, width=Width.SHORT,
+                display_name="Stable Period Before Reset")
     )
 
 

@@ -11,9 +11,9 @@ holds one WebSocket to the worker that submitted it for as long as it runs::
     slot -> worker   a SlotReport (JSON) when its state changes, at once;
                      a SlotTopics (JSON) naming the topics its task produced
                      to (KIP-558 active topics), see :class:`SlotTopics`;
-                     when nothing was sent for KEEPALIVE_INTERVAL_S: a
-                     SlotMetrics (JSON) if its task's metrics changed since
-                     the last one, else an empty frame (keepalive)
+                     every KEEPALIVE_INTERVAL_S a SlotMetrics (JSON) if its
+                     task's metrics changed since the last one; an empty
+                     frame (keepalive) when it sent nothing else for that long
     worker -> slot   a SlotAnswer (JSON) right after the hello, and again
                      whenever the command, the restart counter or the session
                      key changes (pushed: pause/stop/restart reach the slot in

@@ -3,8 +3,9 @@
 One :class:`TaskMetrics` per slot. The task loop's thread updates it, per
 batch and per commit, never per record: an attribute add or two on paths that
 already do far more. The slot channel's writer thread reads it with
-:meth:`TaskMetrics.snapshot` when it would otherwise send a keepalive, so the
-numbers reach the worker every few seconds at no extra frame
+:meth:`TaskMetrics.snapshot` every keepalive interval and sends it in place of
+the keepalive when it changed, so the numbers reach the worker every few
+seconds at no extra frame
 (:class:`~connect_runtime.protocol.slot_channel.SlotMetrics`).
 
 Totals count from the slot's start and survive restarts of the task instance

@@ -183,6 +183,9 @@ class SlotControl:
     def _send_until_closed(self, ws: ClientConnection) -> None:
         sent: tuple[State, str | None, bool] | None = None
         self._metrics_sent = None  # a new connection hears the metrics anew
+        # Metrics go out on their own clock: a task producing steadily reports its
+        # topics every few seconds too, and those wake-ups must not starve them.
+        metrics_due = time.monotonic() + KEEPALIVE_INTERVAL_S
         try:
             while True:
                 closing = self._closed.is_set()
@@ -190,17 +193,24 @@ class SlotControl:
                     current = (self.state, self.trace, self.fenced)
                     restart_seq = self.restart_seq
                     topics, self._topics = self._topics, set()
+                spoke = bool(topics) or current != sent
                 if topics:
                     self._send_topics(ws, topics)
                 if current != sent:
                     ws.send(SlotReport(state=current[0], trace=current[1],
                                        restart_seq=restart_seq, fenced=current[2]).to_json())
                     sent = current
-                elif not closing and not topics:
-                    ws.send(self._metrics_frame())
                 if closing:
                     return
-                self._report_now.wait(KEEPALIVE_INTERVAL_S)
+                now = time.monotonic()
+                if now >= metrics_due:
+                    metrics_due = now + KEEPALIVE_INTERVAL_S
+                    frame = self._metrics_frame()
+                    if frame or not spoke:  # changed metrics, or the keepalive owed
+                        ws.send(frame)
+                elif not spoke:
+                    ws.send(KEEPALIVE)
+                self._report_now.wait(max(metrics_due - time.monotonic(), 0.0))
                 self._report_now.clear()
         except ConnectionClosed:
             return

@@ -129,10 +129,31 @@ CONNECT_FRAMEWORK_KEYS = [
 ]
 
 
+# Automatic restarts (not Kafka Connect's): after Connect's error-handling keys, off by default.
+RUNTIME_KEYS = [
+    ("errors.restart.policy", "STRING", "none", "MEDIUM", "Error Handling", 6, "SHORT",
+     "Restart Policy"),
+    ("errors.restart.max.attempts", "INT", "10", "LOW", "Error Handling", 7, "SHORT",
+     "Maximum Restart Attempts"),
+    ("errors.restart.backoff.initial.ms", "LONG", "1000", "LOW", "Error Handling", 8, "SHORT",
+     "Initial Restart Delay"),
+    ("errors.restart.backoff.max.ms", "LONG", "300000", "LOW", "Error Handling", 9, "SHORT",
+     "Maximum Restart Delay"),
+    ("errors.restart.reset.after.ms", "LONG", "600000", "LOW", "Error Handling", 10, "SHORT",
+     "Stable Period Before Reset"),
+]
+
+
 def test_framework_keys_and_groups_are_connects() -> None:
     infos = [key.to_info_dict() for key in CONNECTOR_CONFIG_DEF.config_keys.values()]
-    assert [(i["name"], i["type"], i["default_value"], i["importance"], i["group"], i["order"],
-             i["width"], i["display_name"]) for i in infos] == CONNECT_FRAMEWORK_KEYS
+    listed = [(i["name"], i["type"], i["default_value"], i["importance"], i["group"],
+               i["order"], i["width"], i["display_name"]) for i in infos]
+    assert [k for k in listed if k not in RUNTIME_KEYS] == CONNECT_FRAMEWORK_KEYS
+    ours = [k for k in listed if k in RUNTIME_KEYS]
+    assert ours == RUNTIME_KEYS
+    # Right after Connect's error-handling keys, in the same group.
+    assert listed.index(ours[0]) == 1 + next(
+        i for i, k in enumerate(listed) if k[0] == "errors.log.include.messages")
     assert CONNECTOR_CONFIG_DEF.groups() == [
         "Common", "Transforms", "Predicates", "Error Handling", "Topic Creation",
         "Exactly Once Support", "offsets.topic"]
@@ -244,8 +265,9 @@ def test_valid_config_has_no_errors_and_connect_shape() -> None:
     assert body["groups"] == ["Common", "Transforms", "Predicates", "Error Handling",
                               "Topic Creation", "Exactly Once Support", "offsets.topic", "Tiny"]
     names = [c["definition"]["name"] for c in body["configs"]]
-    assert names[:24] == CONNECTOR_CONFIG_DEF.names()  # framework keys first
-    assert names[24:] == ["tiny.level"]
+    framework = CONNECTOR_CONFIG_DEF.names()
+    assert names[:len(framework)] == framework  # framework keys first
+    assert names[len(framework):] == ["tiny.level"]
     level = body["configs"][-1]
     assert level["value"] == {"name": "tiny.level", "value": "2", "recommended_values": [],
                               "errors": [], "visible": True}

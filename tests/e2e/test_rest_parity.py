@@ -46,7 +46,9 @@ runtimes share), where the same answer differs because the runtimes differ:
   source connectors on Java; the transformations, predicates, converters and
   header converters are compared by class name and type;
 * ``FILE_FEATURES``: our file source has more keys (``files``, ``encoding``,
-  ``poll.idle.ms``) and tells each task its files (``file.task.files``);
+  ``poll.idle.ms``) and tells each task its files (``file.task.files``); every
+  connector has the runtime's automatic-restart keys (``errors.restart.*``,
+  off by default);
 * ``ONE_ERROR_PER_KEY``: for ``tasks.max=x`` Java reports the parse error and then
   "Value must be non-null" from the range check of the value it could not parse;
   we report the parse error only (the same keys carry errors).
@@ -66,6 +68,8 @@ import pytest
 from harness import WorkerProcess, free_port, wait_for
 from java_connect import CONNECTOR_CLASS, JavaWorker
 from kafka_helpers import create_topic
+
+from connect_runtime.config.connector_config import RESTART_KEYS
 
 pytestmark = [pytest.mark.kafka_connect, pytest.mark.timeout(900)]
 
@@ -134,9 +138,10 @@ INTENDED = (MALFORMED, NULL_CONFIG, REFUSED_OFFSETS)
 NOT_YET = ("plugins this runtime does not have: sink connectors, and Java's own source "
            "connectors (its transforms, predicates and converters are compared by name)")
 SHARED_PLUGIN_TYPES = {"transformation", "predicate", "converter", "header_converter"}
-FILE_FEATURES = "our file source's extra keys: several files, an encoding, an idle poll"
+FILE_FEATURES = ("our file source's extra keys: several files, an encoding, an idle poll; "
+                 "and every connector's errors.restart.* keys")
 ONE_ERROR_PER_KEY = "Java adds a second error for a value it could not parse"
-FILE_EXTRA_KEYS = frozenset({"files", "encoding", "poll.idle.ms"})
+FILE_EXTRA_KEYS = frozenset({"files", "encoding", "poll.idle.ms"}) | RESTART_KEYS
 FILE_TASK_KEYS = frozenset({"file.task.files"})
 
 

@@ -53,6 +53,63 @@ class FailingSourceConnector(_OneTaskConnector):
         return FailingTask
 
 
+class FlakyTask(SourceTask):
+    """Numbered records (``{"partition": <flaky.index>, "seq": n}``, resumed from its
+    committed offset); each of its first ``fail.times`` starts fails after
+    ``fail.after`` records of its own, later starts run for good. Starts are counted
+    in the file ``fail.state.file``, which outlives task instances and processes."""
+
+    def start(self, config: dict[str, str]) -> None:
+        from pathlib import Path
+
+        self.topic = config["topic"]
+        self.index = int(config.get("flaky.index", "0"))
+        self.partition = {"source": f"flaky-{self.index}"}
+        state = Path(config["fail.state.file"])
+        self.starts = (int(state.read_text()) if state.exists() else 0) + 1
+        state.write_text(str(self.starts))
+        self.fails = self.starts <= int(config.get("fail.times", "3"))
+        self.fail_after = int(config.get("fail.after", "20"))
+        self.sent = 0
+        offset = self.context.offset_storage_reader.offset(self.partition)
+        self.next = int(offset["seq"]) if offset else 0  # type: ignore[arg-type]
+
+    def poll(self) -> list[SourceRecord] | None:
+        import time
+
+        if self.fails and self.sent >= self.fail_after:
+            raise RuntimeError(f"flaky: start {self.starts} gave up at seq {self.next}")
+        time.sleep(0.05)
+        batch = [SourceRecord(self.partition, {"seq": n + 1}, self.topic,
+                              value={"partition": self.index, "seq": n})
+                 for n in range(self.next, self.next + 10)]
+        self.next += 10
+        self.sent += 10
+        return batch
+
+    def stop(self) -> None:
+        pass
+
+
+class FlakySourceConnector(_OneTaskConnector):
+    def task_class(self) -> type[SourceTask]:
+        return FlakyTask
+
+
+class FlakyPairConnector(_OneTaskConnector):
+    """Two FlakyTasks: task 0 never fails, task 1 fails ``fail.times`` times
+    (each counts its starts in ``fail.state.file`` + ``.<index>``)."""
+
+    def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
+        state = self.config["fail.state.file"]
+        return [{**self.config, "flaky.index": "0", "fail.times": "0",
+                 "fail.state.file": f"{state}.0"},
+                {**self.config, "flaky.index": "1", "fail.state.file": f"{state}.1"}]
+
+    def task_class(self) -> type[SourceTask]:
+        return FlakyTask
+
+
 class BadOffsetTask(SourceTask):
     """Returns a record whose source offset holds a list: not a primitive."""
 

@@ -189,7 +189,9 @@ def build_app(herder: DistributedHerder) -> Any:
         herder.verify_internal_request(dict(request.headers), body)
 
     return create_app(herder, extra_routers=[slots_router(herder)],
-                      internal_request_verifier=verify)
+                      internal_request_verifier=verify,
+                      allow_origin=str(herder.config["access.control.allow.origin"]),
+                      allow_methods=str(herder.config["access.control.allow.methods"]))
 
 
 class _Server(uvicorn.Server):

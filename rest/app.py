@@ -7,9 +7,11 @@ for other requests, including forwarded ones.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from fastapi import APIRouter, FastAPI
+from starlette.middleware.cors import CORSMiddleware
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from connect_runtime.cluster.herder_api import Herder
@@ -32,7 +34,7 @@ from connect_runtime.rest.routes.forwarding import Forwarder
 from connect_runtime.rest.routes.internal import InternalRequestVerifier
 from connect_runtime.rest.routes.media import JSON_REQUESTS
 
-__all__ = ["create_app"]
+__all__ = ["add_cors", "create_app"]
 
 # Connect's default timeout for a REST request, forwarded ones included: 90 s.
 DEFAULT_FORWARD_TIMEOUT_S = 90.0
@@ -58,12 +60,38 @@ class _IgnoreTrailingSlash:
         await self.app(scope, receive, send)
 
 
+# Jetty's cross-origin defaults, which Kafka Connect keeps: the methods when
+# access.control.allow.methods is empty, and the request headers a preflight may name.
+_CORS_METHODS = ("GET", "POST", "HEAD")
+_CORS_HEADERS = ("X-Requested-With", "Content-Type", "Accept", "Origin")
+
+
+def add_cors(app: FastAPI, allow_origin: str, allow_methods: str) -> None:
+    """Cross-origin requests as Kafka Connect allows them: none unless
+    ``allow_origin`` is set to a comma-separated list of origins (``*``: any; a
+    ``*`` inside an entry, as in ``https://*.example.com``, matches any text
+    there, as Jetty's filter does) and then only ``allow_methods`` (default
+    GET, POST, HEAD). Preflight requests are answered by the middleware."""
+    origins = [o.strip() for o in allow_origin.split(",") if o.strip()]
+    if not origins:
+        return
+    exact = [o for o in origins if o == "*" or "*" not in o]
+    patterns = [re.escape(o).replace(r"\*", ".*") for o in origins if o != "*" and "*" in o]
+    methods = [m.strip().upper() for m in allow_methods.split(",") if m.strip()]
+    app.add_middleware(CORSMiddleware, allow_origins=exact,
+                       allow_origin_regex="|".join(f"(?:{p})" for p in patterns) or None,
+                       allow_methods=methods or list(_CORS_METHODS),
+                       allow_headers=list(_CORS_HEADERS))
+
+
 def create_app(
     herder: Herder,
     *,
     extra_routers: Sequence[APIRouter] = (),
     internal_request_verifier: InternalRequestVerifier | None = None,
     forward_timeout_s: float = DEFAULT_FORWARD_TIMEOUT_S,
+    allow_origin: str = "",
+    allow_methods: str = "",
 ) -> FastAPI:
     """A FastAPI app serving Kafka Connect's REST API backed by ``herder``.
 
@@ -74,6 +102,8 @@ def create_app(
     * ``internal_request_verifier(request, raw_body)`` checks the signature of
       internal requests and raises to refuse one; None accepts every request.
     * ``forward_timeout_s`` bounds each request forwarded to the leader.
+    * ``allow_origin`` / ``allow_methods``: Connect's ``access.control.allow.origin``
+      and ``access.control.allow.methods`` (:func:`add_cors`); empty: no CORS.
 
     Every error answers ``{"error_code": <status>, "message": <text>}``; see
     :mod:`connect_runtime.rest.errors` for the mapping and
@@ -90,6 +120,7 @@ def create_app(
     app.add_exception_handler(NotLeaderException, Forwarder(forward_timeout_s).handle)
     app.add_middleware(UnhandledErrorMiddleware)
     app.add_middleware(_IgnoreTrailingSlash)
+    add_cors(app, allow_origin, allow_methods)
 
     app.include_router(root.router)
     # Connect's resources behind these declare @Consumes(application/json): 415

@@ -115,6 +115,16 @@ WORKER_CONFIG_DEF = (
             "Port other workers use to reach this one.")
     .define("rest.advertised.listener", Type.STRING, None, None, Importance.LOW,
             "Scheme other workers use (http).")
+    .define("access.control.allow.origin", Type.STRING, "", None, Importance.LOW,
+            "Value to set the Access-Control-Allow-Origin header to for REST API requests. "
+            "To enable cross origin access, set this to the domain of the application that "
+            "should be permitted to access the API, or '*' to allow access from any domain. "
+            "The default value only allows access from the domain of the REST API.")
+    .define("access.control.allow.methods", Type.STRING, "", None, Importance.LOW,
+            "Sets the methods supported for cross origin requests by setting the "
+            "Access-Control-Allow-Methods header. The default value of the "
+            "Access-Control-Allow-Methods header allows cross origin requests for GET, POST "
+            "and HEAD.")
     .define("key.converter", Type.CLASS, "connect_runtime.converters.JsonConverter", None,
             Importance.HIGH, "Default converter for record keys.")
     .define("value.converter", Type.CLASS, "connect_runtime.converters.JsonConverter", None,

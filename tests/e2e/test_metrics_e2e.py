@@ -58,8 +58,10 @@ def seq_config(topic: str, **extra: str) -> dict[str, str]:
 @pytest.fixture
 def worker(kafka_bootstrap: str, tmp_path: Path,
            unique_name: Callable[[str], str]) -> Iterator[WorkerProcess]:
+    # A browser dashboard elsewhere may read this worker (Connect's CORS keys).
     worker = WorkerProcess(kafka_bootstrap, unique_name("metrics"), free_port(), tmp_path,
-                           {"spark.master": "local[4]"}).start()
+                           {"spark.master": "local[4]",
+                            "access.control.allow.origin": "https://grafana.example.com"}).start()
     try:
         yield worker
     finally:
@@ -79,6 +81,8 @@ def test_metrics_carry_connects_names_with_plausible_values(
         assert created.status_code == 201, created.text
     worker.wait_tasks(seq, "RUNNING", 2)
     worker.wait_tasks(failing, "FAILED", 1)
+    cors = worker.rest("GET", "/connectors", headers={"Origin": "https://grafana.example.com"})
+    assert cors.headers["access-control-allow-origin"] == "https://grafana.example.com"
 
     def reported() -> list[Sample] | None:
         samples = scrape(worker)

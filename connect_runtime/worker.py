@@ -102,6 +102,9 @@ class Worker:
             self.herder.on_job_failed(connector, generation, trace)
 
     def start(self) -> DistributedHerder:
+        if self.config.rest_credentials == {}:
+            log.warning("the REST credentials file is empty: every request is let through, "
+                        "as Kafka Connect's basic-auth extension does")
         if not self.config.eos_enabled:
             log.warning("exactly.once.source.support=%s: tasks run at-least-once (no "
                         "transactions, no zombie fencing); duplicates are possible",
@@ -191,7 +194,8 @@ def build_app(herder: DistributedHerder) -> Any:
     return create_app(herder, extra_routers=[slots_router(herder)],
                       internal_request_verifier=verify,
                       allow_origin=str(herder.config["access.control.allow.origin"]),
-                      allow_methods=str(herder.config["access.control.allow.methods"]))
+                      allow_methods=str(herder.config["access.control.allow.methods"]),
+                      basic_auth=herder.config.rest_credentials)
 
 
 class _Server(uvicorn.Server):

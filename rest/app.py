@@ -8,7 +8,7 @@ for other requests, including forwarded ones.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from fastapi import APIRouter, FastAPI
 from starlette.middleware.cors import CORSMiddleware
@@ -16,6 +16,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from connect_runtime.cluster.herder_api import Herder
 from connect_runtime.errors import NotLeaderException
+from connect_runtime.rest.basic_auth import BasicAuthMiddleware
 from connect_runtime.rest.errors import UnhandledErrorMiddleware, install_error_handlers
 from connect_runtime.rest.openapi import errors, install_openapi
 from connect_runtime.rest.routes import (
@@ -92,6 +93,7 @@ def create_app(
     forward_timeout_s: float = DEFAULT_FORWARD_TIMEOUT_S,
     allow_origin: str = "",
     allow_methods: str = "",
+    basic_auth: Mapping[str, str] | None = None,
 ) -> FastAPI:
     """A FastAPI app serving Kafka Connect's REST API backed by ``herder``.
 
@@ -104,6 +106,8 @@ def create_app(
     * ``forward_timeout_s`` bounds each request forwarded to the leader.
     * ``allow_origin`` / ``allow_methods``: Connect's ``access.control.allow.origin``
       and ``access.control.allow.methods`` (:func:`add_cors`); empty: no CORS.
+    * ``basic_auth``: the users and passwords of Connect's basic-auth extension
+      (:mod:`connect_runtime.rest.basic_auth`); None: no authentication.
 
     Every error answers ``{"error_code": <status>, "message": <text>}``; see
     :mod:`connect_runtime.rest.errors` for the mapping and
@@ -119,7 +123,10 @@ def create_app(
     install_error_handlers(app)
     app.add_exception_handler(NotLeaderException, Forwarder(forward_timeout_s).handle)
     app.add_middleware(UnhandledErrorMiddleware)
+    if basic_auth is not None:
+        app.add_middleware(BasicAuthMiddleware, credentials=basic_auth)
     app.add_middleware(_IgnoreTrailingSlash)
+    # Outermost: a browser's preflight carries no credentials and must still be answered.
     add_cors(app, allow_origin, allow_methods)
 
     app.include_router(root.router)

@@ -40,6 +40,7 @@ from connect_runtime.config.kafka_security import (
     translate,
 )
 from connect_runtime.config.properties import env_overrides, load_properties_file
+from connect_runtime.config.rest_auth import basic_auth_credentials, jaas_path
 from connect_runtime.config.spark_settings import SparkSettings, spark_settings
 from connect_runtime.errors import ConfigException
 
@@ -115,6 +116,13 @@ WORKER_CONFIG_DEF = (
             "Port other workers use to reach this one.")
     .define("rest.advertised.listener", Type.STRING, None, None, Importance.LOW,
             "Scheme other workers use (http).")
+    .define("rest.extension.classes", Type.LIST, "", None, Importance.LOW,
+            "Comma-separated names of ConnectRestExtension classes to load. connect-runtime "
+            "has one: org.apache.kafka.connect.rest.basic.auth.extension."
+            "BasicAuthSecurityRestExtension (HTTP Basic authentication, as Connect's).")
+    .define("java.security.auth.login.config", Type.STRING, None, None, Importance.LOW,
+            "The JAAS file whose KafkaConnect entry names the basic-auth credentials "
+            "file (a JVM system property for Kafka Connect; -D... in KAFKA_OPTS works too).")
     .define("access.control.allow.origin", Type.STRING, "", None, Importance.LOW,
             "Value to set the Access-Control-Allow-Origin header to for REST API requests. "
             "To enable cross origin access, set this to the domain of the application that "
@@ -187,6 +195,9 @@ class WorkerConfig:
         self.values: dict[str, Any] = WORKER_CONFIG_DEF.parse(self.originals)
         self._spark = spark_settings(self.originals)
         self._clients = self._client_configs()
+        # Read at load time: a wrong JAAS or credentials file stops the worker, named.
+        self.rest_credentials = basic_auth_credentials(
+            list(self.values["rest.extension.classes"]), jaas_path(self.originals))
 
     @classmethod
     def from_file(cls, path: str, environ: Mapping[str, str] | None = None) -> WorkerConfig:

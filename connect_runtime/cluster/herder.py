@@ -78,7 +78,7 @@ from connect_runtime.protocol.states import State, TargetState
 from connect_runtime.storage.config_store import ClusterConfigState, ConfigStore
 from connect_runtime.storage.offsets.reader import TaskOffsetStorageReader
 from connect_runtime.storage.offsets.store import OffsetStore
-from connect_runtime.storage.status_store import StatusStore
+from connect_runtime.storage.status_store import StatusRecord, StatusStore
 
 log = logging.getLogger(__name__)
 
@@ -215,7 +215,7 @@ class DistributedHerder:
         """Called when this worker loses leadership: stop hosting, stop writing."""
         with self._leadership_lock:
             led = self._leader
-            if self._leader:
+            if led:
                 self.metrics.counters.leadership_changed()
             self._leader = False
             for name in list(self._running_generation):
@@ -246,19 +246,26 @@ class DistributedHerder:
             (s.connector, s.task, s.generation) for s in self.registry.slots())
         return self.metrics.exposition()
 
+    def _statuses(self) -> list[tuple[str, StatusRecord | None, dict[str, str],
+                                      list[StatusRecord | None]]]:
+        """Every connector of the config snapshot, sorted: its status, config and its
+        tasks' statuses, as this worker's status-store cache has them (no I/O)."""
+        snap = self.config_store.snapshot()
+        return [(name, self.status_store.connector_status(name),
+                 snap.connector_config(name) or {},
+                 [self.status_store.task_status(name, task)
+                  for task in range(len(snap.task_configs(name)))])
+                for name in sorted(snap.connectors())]
+
     def dashboard(self) -> dict[str, Any]:
         """The /ui view (shape: :meth:`Herder.dashboard`), from memory only."""
-        snap = self.config_store.snapshot()
         slots = {(s.connector, s.task): s for s in self.registry.slots()}
         self.metrics.tasks.keep_only((s.connector, s.task, s.generation) for s in slots.values())
         histories = self.metrics.tasks.tasks()
         connectors = []
-        for name in sorted(snap.connectors()):
-            status = self.status_store.connector_status(name)
-            config = snap.connector_config(name) or {}
+        for name, status, config, records in self._statuses():
             tasks = []
-            for task in range(len(snap.task_configs(name))):
-                record = self.status_store.task_status(name, task)
+            for task, record in enumerate(records):
                 slot, history = slots.get((name, task)), histories.get((name, task))
                 latest = history.latest if history is not None else None
                 tasks.append({
@@ -287,18 +294,15 @@ class DistributedHerder:
                 "window_s": HISTORY_S, "connectors": connectors}
 
     def _cluster_view(self) -> ClusterView:
-        snap = self.config_store.snapshot()
+        unassigned = State.UNASSIGNED.value
         connector_states: dict[str, str] = {}
         task_states: dict[tuple[str, int], str] = {}
         classes: dict[str, str] = {}
-        for name in snap.connectors():
-            status = self.status_store.connector_status(name)
-            connector_states[name] = status.state if status else State.UNASSIGNED.value
-            config = snap.connector_config(name) or {}
+        for name, status, config, records in self._statuses():
+            connector_states[name] = status.state if status else unassigned
             classes[name] = str(config.get("connector.class", ""))
-            for task in range(len(snap.task_configs(name))):
-                record = self.status_store.task_status(name, task)
-                task_states[(name, task)] = record.state if record else State.UNASSIGNED.value
+            for task, record in enumerate(records):
+                task_states[(name, task)] = record.state if record else unassigned
         return ClusterView(connector_states, task_states, classes,
                            hosted_connectors=len(self._hosted),
                            hosted_tasks=len(self.registry.slots()),

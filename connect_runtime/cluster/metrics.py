@@ -151,7 +151,7 @@ class TaskMetricsStore:
 
     def __init__(self, clock: Callable[[], float] = time.monotonic,
                  history_s: float = HISTORY_S) -> None:
-        self._clock = clock
+        self.clock = clock  # what the histories' sample times are read against
         self._history_s = history_s
         self._lock = threading.Lock()
         self._tasks: dict[tuple[str, int], TaskHistory] = {}
@@ -159,7 +159,7 @@ class TaskMetricsStore:
 
     def record(self, connector: str, task: int, generation: int,
                values: dict[str, Any]) -> None:
-        now = self._clock()
+        now = self.clock()
         with self._lock:
             history = self._tasks.get((connector, task))
             if history is None or history.generation != generation or (
@@ -223,14 +223,15 @@ class MetricsCollector:
         self.cluster = cluster
 
     def collect(self) -> Iterator[Metric]:
-        view = self.cluster()
-        yield from self._worker(view)
+        view, tasks = self.cluster(), self.tasks.tasks()  # one copy of the histories
+        yield from self._worker(view, tasks)
         yield from self._connectors(view)
-        yield from self._tasks(self.tasks.tasks())
+        yield from self._tasks(tasks)
 
     # ------------------------------------------------------------ the worker
 
-    def _worker(self, view: ClusterView) -> Iterator[Metric]:
+    def _worker(self, view: ClusterView,
+                tasks: Mapping[tuple[str, int], TaskHistory]) -> Iterator[Metric]:
         w, c = [self.worker_id], self.counters
         yield _gauge("kafka_connect_worker_connector_count",
                      "Connectors run by this worker.", ["worker"], [(w, view.hosted_connectors)])
@@ -252,7 +253,7 @@ class MetricsCollector:
                      "Connector starts that failed.", ["worker"], [(w, failures)])
         yield _gauge("kafka_connect_worker_connector_startup_success_total",
                      "Connector starts that succeeded.", ["worker"], [(w, attempts - failures)])
-        live = self.tasks.tasks().values()
+        live = tasks.values()
         attempts = self.tasks.retired["startup_attempts"] + sum(
             h.latest["startup_attempts"] for h in live)
         failures = self.tasks.retired["startup_failures"] + sum(
@@ -330,7 +331,7 @@ class MetricsCollector:
     # ------------------------------------------------------------- the tasks
 
     def _tasks(self, tasks: Mapping[tuple[str, int], TaskHistory]) -> Iterator[Metric]:
-        now = self.tasks._clock()
+        now = self.tasks.clock()
         rows = [([c, str(t), self.worker_id], h) for (c, t), h in sorted(tasks.items())]
 
         def each(value: Callable[[TaskHistory], float | None]) -> list[tuple[list[str], float]]:

@@ -28,6 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from connect_runtime.protocol.slot_channel import ERROR_COUNTS
+
 if TYPE_CHECKING:
     from connect_runtime.task.error_handler import ErrorCounts
 
@@ -77,8 +79,7 @@ class TaskMetrics:
         self.startup_attempts = 0
         self.startup_failures = 0
         # Error counts of the instances that ended, plus the running one's.
-        self._errors_before = {"record_errors": 0, "record_failures": 0,
-                               "records_skipped": 0, "retries": 0, "errors_logged": 0}
+        self._errors_before = dict.fromkeys(ERROR_COUNTS, 0)
         self._errors: ErrorCounts | None = None
 
     # ----------------------------------------------------- the loop's thread
@@ -168,6 +169,5 @@ class TaskMetrics:
 
     @staticmethod
     def _error_counts(counts: ErrorCounts) -> dict[str, int]:
-        return {"record_errors": counts.record_errors, "record_failures": counts.record_failures,
-                "records_skipped": counts.records_skipped, "retries": counts.retries,
-                "errors_logged": counts.errors_logged}
+        """The counts under the names the channel carries (ErrorCounts' field names)."""
+        return {name: getattr(counts, name) for name in ERROR_COUNTS}

@@ -21,6 +21,7 @@ import contextlib
 import logging
 import shutil
 import signal
+import ssl
 import tempfile
 import threading
 from collections.abc import Callable, Iterator
@@ -195,7 +196,13 @@ def build_app(herder: DistributedHerder) -> Any:
                       internal_request_verifier=verify,
                       allow_origin=str(herder.config["access.control.allow.origin"]),
                       allow_methods=str(herder.config["access.control.allow.methods"]),
-                      basic_auth=herder.config.rest_credentials)
+                      basic_auth=herder.config.rest_credentials,
+                      forward_tls=_client_context(herder.config))
+
+
+def _client_context(config: WorkerConfig) -> ssl.SSLContext | None:
+    """The TLS client context for requests to other workers; None over plain HTTP."""
+    return config.rest_tls.client().context() if config.rest_tls is not None else None
 
 
 class _Server(uvicorn.Server):
@@ -249,11 +256,15 @@ def run_worker(config: WorkerConfig) -> int:
         # keepalives, and 2,000 pings every 20 s would cost more than they do.
         # log_config=None: uvicorn's lines go through the root logger, in the
         # worker's log format, instead of uvicorn's own handlers.
-        server = _Server(uvicorn.Config(build_app(herder), host=host, port=port,
-                                        log_level="warning", log_config=None, lifespan="off",
-                                        ws="websockets-sansio", ws_ping_interval=None),
-                         before_exit=worker.stop_tasks_and_leave)
-        log.info("worker %s serving REST on %s:%d", config.worker_id, host, port)
+        tls = config.rest_tls
+        server = _Server(uvicorn.Config(
+            build_app(herder), host=host, port=port, log_level="warning", log_config=None,
+            lifespan="off", ws="websockets-sansio", ws_ping_interval=None,
+            # The context is built here, from stores read when the config loaded.
+            ssl_context_factory=(lambda *_: tls.server_context()) if tls is not None else None),
+            before_exit=worker.stop_tasks_and_leave)
+        log.info("worker %s serving REST on %s://%s:%d", config.worker_id,
+                 config.listener_scheme, host, port)
         server.run()  # handles SIGTERM/SIGINT by returning
     finally:
         log.info("worker stopping")

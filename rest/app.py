@@ -8,6 +8,7 @@ for other requests, including forwarded ones.
 from __future__ import annotations
 
 import re
+import ssl
 from collections.abc import Mapping, Sequence
 
 from fastapi import APIRouter, FastAPI
@@ -94,6 +95,7 @@ def create_app(
     allow_origin: str = "",
     allow_methods: str = "",
     basic_auth: Mapping[str, str] | None = None,
+    forward_tls: ssl.SSLContext | None = None,
 ) -> FastAPI:
     """A FastAPI app serving Kafka Connect's REST API backed by ``herder``.
 
@@ -108,6 +110,8 @@ def create_app(
       and ``access.control.allow.methods`` (:func:`add_cors`); empty: no CORS.
     * ``basic_auth``: the users and passwords of Connect's basic-auth extension
       (:mod:`connect_runtime.rest.basic_auth`); None: no authentication.
+    * ``forward_tls``: the client context for requests forwarded to an ``https://``
+      leader (:meth:`connect_runtime.config.rest_tls.ClientTls.context`).
 
     Every error answers ``{"error_code": <status>, "message": <text>}``; see
     :mod:`connect_runtime.rest.errors` for the mapping and
@@ -121,7 +125,7 @@ def create_app(
     app.state.internal_request_verifier = internal_request_verifier
 
     install_error_handlers(app)
-    app.add_exception_handler(NotLeaderException, Forwarder(forward_timeout_s).handle)
+    app.add_exception_handler(NotLeaderException, Forwarder(forward_timeout_s, forward_tls).handle)
     app.add_middleware(UnhandledErrorMiddleware)
     if basic_auth is not None:
         app.add_middleware(BasicAuthMiddleware, credentials=basic_auth)

@@ -3,17 +3,26 @@
 A connector instance only computes task configs; it never sees records. The
 herder starts one per STARTED or PAUSED connector, stops it when the connector
 is stopped, deleted or reconfigured, and asks it for task configs.
+
+Secrets (decision 51 in docs/architecture.md): ``config`` is the connector's
+config as the config topic holds it, ``${provider:path:key}`` placeholders
+included. The instance is started with the config resolved here, on the worker
+that hosts it; the task configs it returns are reverse-transformed
+(:func:`~connect_runtime.config.providers.reverse_transform`) before the herder
+writes them, and its traces and log lines are scrubbed of resolved and PASSWORD
+values.
 """
 
 from __future__ import annotations
 
 import logging
-import traceback
 from collections.abc import Callable
 
 from connect_runtime.api.connector import SourceConnector
 from connect_runtime.api.task import OffsetStorageReader
 from connect_runtime.config.connector_config import ConnectorConfig
+from connect_runtime.config.providers import NO_PROVIDERS, ConfigResolver, reverse_transform
+from connect_runtime.config.redaction import Redactor, password_keys
 from connect_runtime.errors import ConnectorContractException
 from connect_runtime.logs import trace_headline
 from connect_runtime.plugins import resolve_connector_class
@@ -41,6 +50,14 @@ class _ConnectorContext:
         return self._host.offset_reader_factory()
 
 
+def _password_keys(instance: SourceConnector) -> frozenset[str]:
+    """The connector's PASSWORD keys; none if it cannot say (it fails elsewhere)."""
+    try:
+        return password_keys(instance.config_def())
+    except Exception:
+        return frozenset()
+
+
 def _ask_version(connector: str, what: str, version: Callable[[], object]) -> str | None:
     """``version()`` as text; None (unknown) if it raises: a status still gets written."""
     try:
@@ -51,7 +68,11 @@ def _ask_version(connector: str, what: str, version: Callable[[], object]) -> st
 
 
 class HostedConnector:
-    """One running connector instance and what the herder needs to know about it."""
+    """One running connector instance and what the herder needs to know about it.
+
+    ``config`` is the submitted config (placeholders, not secrets); ``resolver``
+    holds the worker's config providers.
+    """
 
     def __init__(
         self,
@@ -59,9 +80,15 @@ class HostedConnector:
         config: dict[str, str],
         on_request: Callable[[], None],
         offset_reader_factory: Callable[[], OffsetStorageReader],
+        resolver: ConfigResolver = NO_PROVIDERS,
     ) -> None:
         self.name = name
         self.config = dict(config)
+        self._resolver = resolver
+        self._resolved: dict[str, str] = {}
+        self.redactor = Redactor()
+        # The connector's PASSWORD keys: tasks hide their values in traces too.
+        self.password_keys: frozenset[str] = frozenset()
         self.on_request = on_request
         self.offset_reader_factory = offset_reader_factory
         self.instance: SourceConnector | None = None
@@ -76,13 +103,20 @@ class HostedConnector:
         self.reconfiguration_requested = True
 
     def start(self) -> None:
-        """Instantiate and start; on error the state is FAILED with the trace."""
+        """Resolve the config, instantiate and start; on error the state is FAILED
+        with the trace."""
         try:
-            cls = resolve_connector_class(self.config["connector.class"])
+            resolution = self._resolver.resolve(self.config)
+            self.redactor = Redactor(resolution.secrets)
+            resolution.raise_for_errors()  # a secret removed since the config was accepted
+            self._resolved = resolution.values
+            cls = resolve_connector_class(self._resolved["connector.class"])
             instance = cls()
+            self.password_keys = _password_keys(instance)
+            self.redactor.add_values(self.password_keys, self.config, self._resolved)
             self.version = _ask_version(self.name, "connector", instance.version)
             instance.initialize(_ConnectorContext(self))
-            instance.start(dict(self.config))
+            instance.start(dict(self._resolved))
         except Exception as e:
             self.fail(e)
             return
@@ -97,18 +131,19 @@ class HostedConnector:
 
     def fail(self, error: BaseException) -> None:
         self.state = State.FAILED
-        self.trace = (f"Connector {self.name} failed:\n"
-                      + "".join(traceback.format_exception(error)))
+        self.trace = f"Connector {self.name} failed:\n" + self.redactor.format_exception(error)
         # The whole traceback too: this process is where it was raised.
-        log.error("connector %s failed: %s", self.name, trace_headline(self.trace),
-                  exc_info=error, extra={"event": "connector_failed", "connector": self.name})
+        self.redactor.log_exception(
+            log, logging.ERROR, error, "connector %s failed: %s", self.name,
+            trace_headline(self.trace),
+            extra={"event": "connector_failed", "connector": self.name})
 
     def task_configs(self) -> list[dict[str, str]] | None:
         """Fresh task configs (with ``task.class``), or None if the connector failed."""
         if self.instance is None:
             return None
         try:
-            max_tasks = ConnectorConfig(self.config).tasks_max
+            max_tasks = ConnectorConfig(self._resolved).tasks_max
             task_class = self.instance.task_class()
             configs = self.instance.task_configs(max_tasks)
             if len(configs) > max_tasks:
@@ -123,6 +158,8 @@ class HostedConnector:
                     raise ConnectorContractException(
                         f"task config {i} is not a dict[str, str]: {cfg!r}")
                 out.append({**cfg, "task.class": path})
+            # The config topic gets placeholders back, never what they resolved to.
+            out = reverse_transform(self.config, out)
         except Exception as e:
             self.fail(e)
             self.stop()
@@ -136,6 +173,7 @@ class HostedConnector:
             return
         try:
             instance.stop()
-        except Exception:
-            log.warning("connector %s: stop() raised", self.name, exc_info=True)
+        except Exception as e:
+            self.redactor.log_exception(log, logging.WARNING, e, "connector %s: stop() raised",
+                                        self.name)
 

@@ -46,7 +46,7 @@ from connect_runtime.cluster.loggers import LoggerLevels, parse_level
 from connect_runtime.cluster.metrics import HISTORY_S, ClusterView, WorkerMetrics
 from connect_runtime.cluster.offset_alteration import OffsetAlteration, OffsetTopics
 from connect_runtime.cluster.session_keys import SessionKeys
-from connect_runtime.cluster.slot_registry import SlotRegistry
+from connect_runtime.cluster.slot_registry import SessionKeyAnswer, SlotRegistry
 from connect_runtime.cluster.spark_runner import SparkTaskRunner
 from connect_runtime.cluster.task_specs import TaskSpecBuilder
 from connect_runtime.config.connector_config import ConnectorConfig
@@ -119,7 +119,7 @@ class DistributedHerder:
         self.worker_url = config.advertised_url()
         self.metrics = WorkerMetrics(self.worker_id, self._cluster_view)
         self._auto_restarts = AutoRestarts()
-        self.registry = SlotRegistry(self._on_task_state, session_key=self.session_key_b64,
+        self.registry = SlotRegistry(self._on_task_state, session_key=self.session_key_for_slots,
                                      on_topics=self._on_task_topics,
                                      on_metrics=self.metrics.tasks.record)
         self._tracking = TopicTracking(bool(config["topic.tracking.enable"]),
@@ -156,10 +156,11 @@ class DistributedHerder:
             connector=lambda cfg: resolve_connector_class(cfg["connector.class"])(),
             producer_config=lambda name, cfg: {
                 **config.client_config("producer"),
-                **ConnectorConfig(cfg).client_overrides("producer")},
+                **ConnectorConfig(self._resolved(cfg)).client_overrides("producer")},
             ensure_topic=self._ensure_connector_offsets_topic,
             topics=lambda cfg: OffsetTopics(config["offset.storage.topic"],
-                                            ConnectorConfig(cfg).offsets_storage_topic))
+                                            ConnectorConfig(
+                                                self._resolved(cfg)).offsets_storage_topic))
         self.is_member_leader: Callable[[], bool] = lambda: self._leader
         self._thread = threading.Thread(target=self._reconcile_loop, name="herder", daemon=True)
         self.started = threading.Event()
@@ -383,9 +384,10 @@ class DistributedHerder:
         self._keys.note(current)
         self.registry.push_all()
 
-    def session_key_b64(self) -> str | None:
-        """The current key, base64, as slot answers hand it to slots."""
-        return self._keys.current_b64()
+    def session_key_for_slots(self) -> SessionKeyAnswer:
+        """:meth:`SessionKeys.for_slots`: the channels are TLS when slots reach
+        this worker at an https URL."""
+        return self._keys.for_slots(tls=self.worker_url.startswith("https://"))
 
     def verify_internal_request(self, headers: dict[str, str], body: bytes) -> None:
         """KIP-507 check for internal routes; raises RequestSignatureException."""
@@ -466,7 +468,7 @@ class DistributedHerder:
 
     def connector_offsets(self, name: str) -> list[dict[str, Any]]:
         config = self._require(self._snapshot(), name)
-        own = ConnectorConfig(config).offsets_storage_topic
+        own = ConnectorConfig(self._resolved(config)).offsets_storage_topic
         return self.offset_store.connector_offsets(name, own)
 
     def connector_plugins(self) -> list[PluginInfo]:
@@ -483,7 +485,18 @@ class DistributedHerder:
         instance = resolve_connector_class(class_name)()
         converters = {key: str(self.config[key])
                       for key in ("key.converter", "value.converter", "header.converter")}
-        return validate_connector_config(instance, config, self.config.eos_support, converters)
+        return validate_connector_config(instance, config, self.config.eos_support, converters,
+                                         self.config.config_resolver)
+
+    def _resolved(self, config: dict[str, str]) -> dict[str, str]:
+        """``config`` (as the config topic holds it) with its config-provider variables
+        resolved, for what this worker reads of it (offsets topic, restart policy,
+        offsets alteration's producer), as Connect reads a connector's config through
+        its transformer; ConfigException naming the key of a variable that cannot be
+        resolved."""
+        resolution = self.config.config_resolver.resolve(config)
+        resolution.raise_for_errors()
+        return resolution.values
 
     def _validate_or_raise(self, config: dict[str, str]) -> None:
         infos = self.validate_connector_config(None, config)
@@ -631,7 +644,7 @@ class DistributedHerder:
         return self._offsets.reset(name)
 
     def _current_partitions(self, name: str, config: dict[str, str]) -> list[SourcePartition]:
-        own = ConnectorConfig(config).offsets_storage_topic
+        own = ConnectorConfig(self._resolved(config)).offsets_storage_topic
         return [entry["partition"] for entry in self.offset_store.connector_offsets(name, own)]
 
     def _ensure_connector_offsets_topic(self, topic: str) -> None:
@@ -722,14 +735,15 @@ class DistributedHerder:
         if host is not None:
             host.stop()
         host = HostedConnector(name, config, self.wake,
-                               lambda: self._offset_reader(name, config))
+                               lambda: self._offset_reader(name, config),
+                               self.config.config_resolver)
         host.start()
         self.metrics.counters.connector_started(failed=host.state is State.FAILED)
         self._hosted[name] = host
         return host
 
     def _offset_reader(self, name: str, config: dict[str, str]) -> TaskOffsetStorageReader:
-        own = ConnectorConfig(config).offsets_storage_topic
+        own = ConnectorConfig(self._resolved(config)).offsets_storage_topic
         return TaskOffsetStorageReader(
             connector=name, bootstrap_servers=self.config.bootstrap_servers,
             global_topic=self.config["offset.storage.topic"],
@@ -750,7 +764,10 @@ class DistributedHerder:
         if not configs:
             return
         connector_config = snap.connector_config(name) or {}
-        specs = [self._specs.build(name, i, generation, cfg, connector_config, snap.session_key)
+        host = self._hosted.get(name)
+        hidden = host.password_keys if host is not None else frozenset()
+        specs = [self._specs.build(name, i, generation, cfg, connector_config, snap.session_key,
+                                   password_keys=hidden)
                  for i, cfg in enumerate(configs)]
         for i in range(len(specs)):
             self.status_store.put_task(name, i, State.UNASSIGNED.value, self.worker_id,
@@ -840,7 +857,7 @@ class DistributedHerder:
     def _restart_policy(self, connector: str) -> RestartPolicy:
         config = self.config_store.snapshot().connector_config(connector)
         try:
-            return RestartPolicy.from_values(ConnectorConfig(config or {}).values)
+            return RestartPolicy.from_values(ConnectorConfig(self._resolved(config or {})).values)
         except ConfigException:  # validated when written; a deleted one has none
             return RestartPolicy()
 

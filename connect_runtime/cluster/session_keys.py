@@ -86,6 +86,16 @@ class SessionKeys:
         key = self.current()
         return base64.b64encode(key[0]).decode("ascii") if key else None
 
+    def for_slots(self, tls: bool) -> tuple[str | None, str | None]:
+        """What slot answers say of the current key: the key itself (base64) only
+        over TLS channels, and its id (:func:`signing.key_id`) always. Over plain
+        HTTP a slot reads a new key from the config topic, as workers do, so the
+        key never crosses the network in clear."""
+        key = self.current_b64()
+        if key is None:
+            return None, None
+        return (key if tls else None), signing.key_id(key)
+
     def note(self, current: bytes | None = None) -> None:
         """Record ``current`` (default: the config topic's key) as the key in use.
 

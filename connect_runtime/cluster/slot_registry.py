@@ -46,6 +46,8 @@ MetricsListener = Callable[[str, int, int, dict[str, Any]], None]
 """Hears a current slot's metrics (connector, task, generation, values); called on
 the REST event loop, so it must not block."""
 Push = Callable[[SlotAnswer | None], None]
+# (the session key to hand slots, base64, or None over plain channels; its id)
+SessionKeyAnswer = tuple["str | None", "str | None"]
 """Sends an answer down one slot's channel; ``None`` closes the channel as lost.
 Called from any thread, never blocks (the channel queues it)."""
 LogLine = tuple[int, str, dict[str, Any]]
@@ -141,13 +143,15 @@ class SlotRegistry:
     """
 
     def __init__(self, on_state_change: StateListener, *,
-                 session_key: Callable[[], str | None] = lambda: None,
+                 session_key: Callable[[], SessionKeyAnswer] = lambda: (None, None),
                  liveness_timeout_s: float = LIVENESS_TIMEOUT_S,
                  clock: Callable[[], float] = time.monotonic,
                  on_topics: TopicsListener | None = None,
                  on_metrics: MetricsListener | None = None) -> None:
-        """``session_key`` gives the current session key (base64) that every answer
-        carries; it is read once per batch of answers, not once per slot.
+        """``session_key`` gives what every answer says of the current session key:
+        the key (base64) if the channels are TLS, else None, and its id
+        (:func:`~connect_runtime.protocol.signing.key_id`); it is read once per
+        batch of answers, not once per slot.
         ``on_topics`` and ``on_metrics`` hear what current slots say in
         :meth:`topics` and :meth:`metrics`."""
         self._on_state_change = on_state_change
@@ -442,6 +446,8 @@ class SlotRegistry:
     def _send(self, pushes: Sequence[tuple[Push, SlotAnswer | None]]) -> None:
         """Send each answer with the current session key (looked up once: a pause
         or a key rotation answers hundreds of slots at a time)."""
-        key = self._session_key() if any(a is not None for _, a in pushes) else None
+        key, key_id = (self._session_key() if any(a is not None for _, a in pushes)
+                       else (None, None))
         for push, answer in pushes:
-            push(None if answer is None else dataclasses.replace(answer, session_key=key))
+            push(None if answer is None
+                 else dataclasses.replace(answer, session_key=key, session_key_id=key_id))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import base64
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from connect_runtime.config.worker_config import WorkerConfig
 from connect_runtime.protocol.task_spec import TaskSpec
@@ -34,11 +34,15 @@ class TaskSpecBuilder:
 
     def build(self, connector: str, task: int, generation: int,
               task_config: Mapping[str, str], connector_config: Mapping[str, str],
-              session_key: SessionKey | None) -> TaskSpec:
+              session_key: SessionKey | None,
+              password_keys: Iterable[str] = ()) -> TaskSpec:
         """The spec of task ``task`` of ``connector`` in config generation ``generation``.
 
         ``session_key`` is the cluster's current key (None: the task's internal
         requests go unsigned); tasks sign with ``inter.worker.signature.algorithm``.
+        The configs are the config topic's (placeholders unresolved): the executor
+        resolves them with the worker's ``config_providers``, and hides the values
+        of ``password_keys`` (the connector's PASSWORD keys) in its traces.
         """
         config = self.config
         converters = config.converter_configs()
@@ -63,4 +67,7 @@ class TaskSpecBuilder:
             else None,
             session_key_algorithm=str(config["inter.worker.signature.algorithm"]),
             topic_tracking=bool(config["topic.tracking.enable"]),
+            rest_tls=config.rest_tls.client() if config.rest_tls is not None else None,
+            config_providers=config.config_providers,
+            password_keys=tuple(sorted(password_keys)),
         )

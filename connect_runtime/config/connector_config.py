@@ -286,8 +286,9 @@ def _define_transforms_and_reload(d: ConfigDef) -> ConfigDef:
                 ValidString.in_("none", "restart"), Importance.LOW,
                 "The action that Connect should take on the connector when changes in "
                 "external configuration providers result in a change in the connector's "
-                "configuration properties. connect-runtime has no configuration providers, "
-                "so either value has the same (no) effect.",
+                "configuration properties. connect-runtime resolves config providers each "
+                "time a connector or task starts and never schedules a reload (Connect's "
+                "TTL-driven restarts), so either value has the same effect.",
                 group=COMMON_GROUP, order_in_group=14, width=Width.MEDIUM,
                 display_name="Reload Action")
     )
@@ -562,8 +563,9 @@ class ConnectorConfig:
             if not key.startswith(full):
                 continue
             if key in _IGNORED_OVERRIDES:
-                log.warning("Ignoring connector config %s=%s for connector %s: %s (KIP-618)",
-                            key, value, self.originals.get(NAME_CONFIG), _IGNORED_OVERRIDES[key])
+                # No value: on an executor it may be a secret a provider resolved.
+                log.warning("Ignoring connector config %s for connector %s: %s (KIP-618)",
+                            key, self.originals.get(NAME_CONFIG), _IGNORED_OVERRIDES[key])
                 continue
             out[key[len(full):]] = value
         return out

@@ -217,12 +217,8 @@ def _truststore(b: _Builder, keys: Mapping[str, str], inherited: Mapping[str, st
     if "ssl.truststore.location" in keys:
         store = _store_type(b, keys, inherited, "truststore")
         if store != "PEM":
-            # Converting PKCS12 would need the `cryptography` package, which is not
-            # among this project's dependencies.
-            why = (" (converting one needs the cryptography package, not installed)"
-                   if store == "PKCS12" else "")
             raise ConfigException(
-                f"librdkafka cannot read a {store} truststore{why}; use the CA "
+                f"librdkafka cannot read a {store} truststore; use the CA "
                 f"certificate(s) in PEM: ssl.truststore.type=PEM and ssl.truststore.location="
                 f"<ca.crt> (Strimzi's cluster CA secret has ca.crt), or librdkafka's "
                 f"ssl.ca.location", name=b.name("ssl.truststore.location"),

@@ -91,18 +91,23 @@ def _split(line: str) -> tuple[str, str]:
     return line, ""
 
 
-def parse_properties(text: str, source: str = "<string>") -> dict[str, str]:
-    """Parse java.util.Properties text. Raises ConfigException naming file and line."""
+def parse_properties(text: str, source: str = "<string>", *,
+                     quote_lines: bool = True) -> dict[str, str]:
+    """Parse java.util.Properties text. Raises ConfigException naming file and line.
+
+    ``quote_lines=False`` keeps the offending line's text out of the message: a
+    file of secrets (the file config provider's) must not leak one into an error.
+    """
     props: dict[str, str] = {}
     for number, line in _logical_lines(text):
         raw_key, raw_value = _split(line)
+        quoted = f": {line!r}" if quote_lines else ""
         try:
             key, value = _unescape(raw_key.strip()), _unescape(raw_value)
         except ValueError as e:
-            raise ConfigException(f"{source}:{number}: malformed \\uXXXX escape in "
-                                  f"{line!r}") from e
+            raise ConfigException(f"{source}:{number}: malformed \\uXXXX escape{quoted}") from e
         if not key:
-            raise ConfigException(f"{source}:{number}: a line has a value but no key: {line!r}")
+            raise ConfigException(f"{source}:{number}: a line has a value but no key{quoted}")
         props[key] = value
     return props
 

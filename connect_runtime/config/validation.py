@@ -19,6 +19,14 @@ run before anything is written to the config topic. It
    definition in place, and values that match no definition come first with a
    null definition.
 
+Config providers (``connect_runtime.config.providers``): steps 1-5 see the
+config with its ``${provider:path:key}`` variables resolved, as Connect's
+validation does. Unlike Connect, a variable that cannot be resolved (no such
+provider, file, key or variable) is an error on its key, and the answer never
+shows a resolved value: a key whose submitted value holds a variable shows the
+submitted value, and every message is scrubbed of what providers supplied and of
+the connector's PASSWORD values (``connect_runtime.config.redaction``).
+
 Nothing a connector does here can escape: an exception from any of its methods
 becomes an error message on the key it concerns (``connector.class`` for
 ``config_def``/``validate``), so the REST caller always gets a ConfigInfos.
@@ -32,7 +40,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from connect_runtime.api.config_def import Config, ConfigDef, ConfigKey, ConfigValue
+from connect_runtime.api.config_def import Config, ConfigDef, ConfigKey, ConfigValue, Type
 from connect_runtime.api.connector import (
     ConnectorTransactionBoundaries,
     ExactlyOnceSupport,
@@ -52,6 +60,8 @@ from connect_runtime.config.connector_config import (
     connector_config_def,
     unsupported_value,
 )
+from connect_runtime.config.providers import NO_PROVIDERS, ConfigResolver, Resolution
+from connect_runtime.config.redaction import Redactor, password_keys
 from connect_runtime.converters import (
     converter_version,
     listed_converter_names,
@@ -111,7 +121,8 @@ def _unexpected(e: Exception) -> str:
 
 
 def _check_exactly_once(
-    connector: SourceConnector, config: dict[str, str], value: ConfigValue, worker_eos: str
+    connector: SourceConnector, config: dict[str, str], value: ConfigValue, worker_eos: str,
+    redactor: Redactor,
 ) -> None:
     """KIP-618: ``exactly.once.support=required`` needs worker EOS and a SUPPORTED connector.
 
@@ -130,8 +141,8 @@ def _check_exactly_once(
     try:
         support = connector.exactly_once_support(config)
     except Exception as e:
-        log.error("Connector %s failed in exactly_once_support", type(connector).__name__,
-                  exc_info=True)
+        redactor.log_exception(log, logging.ERROR, e, "Connector %s failed in "
+                               "exactly_once_support", type(connector).__name__)
         value.add_error_message(_unexpected(e))
         return
     if support is ExactlyOnceSupport.SUPPORTED:
@@ -151,7 +162,7 @@ def _check_exactly_once(
 
 
 def _check_transaction_boundary(
-    connector: SourceConnector, config: dict[str, str], value: ConfigValue
+    connector: SourceConnector, config: dict[str, str], value: ConfigValue, redactor: Redactor,
 ) -> None:
     """KIP-618: ``transaction.boundary=connector`` needs a connector that can define them.
 
@@ -165,8 +176,8 @@ def _check_transaction_boundary(
     try:
         support = connector.can_define_transaction_boundaries(config)
     except Exception as e:
-        log.error("Connector %s failed in can_define_transaction_boundaries",
-                  type(connector).__name__, exc_info=True)
+        redactor.log_exception(log, logging.ERROR, e, "Connector %s failed in "
+                               "can_define_transaction_boundaries", type(connector).__name__)
         value.add_error_message(_unexpected(e))
         return
     if support is ConnectorTransactionBoundaries.SUPPORTED:
@@ -250,7 +261,8 @@ def _check_framework_values(framework_def: ConfigDef, framework: dict[str, Confi
 
 
 def _connector_own(
-    connector: SourceConnector, config: dict[str, str], class_value: ConfigValue
+    connector: SourceConnector, config: dict[str, str], class_value: ConfigValue,
+    redactor: Redactor,
 ) -> tuple[ConfigDef, list[ConfigValue]]:
     """The connector's ConfigDef and its ``validate`` result; failures land on ``class_value``."""
     try:
@@ -263,8 +275,8 @@ def _connector_own(
             raise ConnectorContractException(
                 f"validate() returned {type(result).__name__}, not a Config")
     except Exception as e:
-        log.error("Connector %s failed to validate its configuration",
-                  type(connector).__name__, exc_info=True)
+        redactor.log_exception(log, logging.ERROR, e, "Connector %s failed to validate its "
+                               "configuration", type(connector).__name__)
         class_value.add_error_message(_unexpected(e))
         return ConfigDef(), []
     return config_def, list(result.config_values)
@@ -305,6 +317,7 @@ _CONVERTER_CHOICES = {KEY_CONVERTER_CONFIG: listed_converter_names(),
 def validate_connector_config(
     connector: SourceConnector, config: dict[str, str], worker_eos_support: str,
     worker_converters: Mapping[str, str] | None = None,
+    resolver: ConfigResolver | None = None,
 ) -> ConfigInfos:
     """Validate ``config`` for ``connector`` (see the module docstring). Never raises
     for a bad config or a misbehaving connector.
@@ -312,9 +325,55 @@ def validate_connector_config(
     ``worker_eos_support`` is the worker's ``exactly.once.source.support``
     (disabled, preparing or enabled). ``worker_converters`` holds the worker's
     ``key.converter``, ``value.converter`` and ``header.converter``, shown as those
-    keys' defaults.
+    keys' defaults. ``resolver`` holds the worker's config providers (none if not
+    given: then every variable is an error).
     """
-    framework_def = _framework_def(connector, config, worker_converters or {})
+    resolution = (resolver or NO_PROVIDERS).resolve(config)
+    redactor = Redactor(resolution.secrets)
+    redactor.add_values(_password_keys(connector), config, resolution.values)
+    # In the submitted order, and with its nulls (step 1 reports them).
+    resolved = {key: resolution.values.get(key, raw) for key, raw in config.items()}
+    infos = _validate_resolved(connector, resolved, worker_eos_support,
+                               worker_converters or {}, redactor)
+    return _as_submitted(infos, config, resolution, redactor)
+
+
+def _password_keys(connector: SourceConnector) -> frozenset[str]:
+    try:
+        config_def = connector.config_def()
+    except Exception:  # reported by _connector_own, which calls it again
+        return frozenset()
+    return password_keys(config_def) if isinstance(config_def, ConfigDef) else frozenset()
+
+
+def _as_submitted(infos: ConfigInfos, submitted: Mapping[str, str], resolution: Resolution,
+                  redactor: Redactor) -> ConfigInfos:
+    """What the answer may show: a key whose value held a variable shows the
+    submitted value, with an error for each variable that did not resolve (a key no
+    definition knows gets an entry for them, first, as Connect lists such values),
+    and every message is scrubbed."""
+    seen = {value.name for _, value in infos.configs}
+    unknown: list[tuple[ConfigKey | None, ConfigValue]] = [
+        (None, ConfigValue(key, submitted[key])) for key in submitted
+        if key in resolution.errors and key not in seen]
+    configs = unknown + list(infos.configs)
+    for key, value in configs:
+        if value.name in resolution.variable_keys:
+            shown = submitted[value.name]
+            value.value = shown if key is None or key.type is not Type.LIST else [shown]
+        value.errors = [redactor.scrub(m) for m in value.errors]
+        value.errors += [f"Invalid value for configuration {value.name}: {m}"
+                         for m in resolution.errors.get(value.name, [])]
+    error_count = sum(len(v.errors) for _, v in configs)
+    return ConfigInfos(infos.name, error_count, infos.groups, configs)
+
+
+def _validate_resolved(
+    connector: SourceConnector, config: dict[str, str], worker_eos_support: str,
+    worker_converters: Mapping[str, str], redactor: Redactor,
+) -> ConfigInfos:
+    """Steps 1-5 of the module docstring on the resolved ``config``."""
+    framework_def = _framework_def(connector, config, worker_converters)
     framework = {v.name: v for v in framework_def.validate(config)}
     for key, raw in config.items():
         if raw is None:  # JSON null can reach us from REST despite the type
@@ -327,11 +386,13 @@ def validate_connector_config(
     for key in _CONVERTER_KEYS:
         framework[key].recommended_values = list(_CONVERTER_CHOICES[key])
     _check_exactly_once(connector, config, framework[EXACTLY_ONCE_SUPPORT_CONFIG],
-                        worker_eos_support)
-    _check_transaction_boundary(connector, config, framework[TRANSACTION_BOUNDARY_CONFIG])
+                        worker_eos_support, redactor)
+    _check_transaction_boundary(connector, config, framework[TRANSACTION_BOUNDARY_CONFIG],
+                                redactor)
 
     plugins = validate_plugins(config)
-    own_def, own_values = _connector_own(connector, config, framework[CONNECTOR_CLASS_CONFIG])
+    own_def, own_values = _connector_own(connector, config, framework[CONNECTOR_CLASS_CONFIG],
+                                         redactor)
     keys = dict(framework_def.config_keys)
     keys.update(plugins.keys)
     keys.update(own_def.config_keys)

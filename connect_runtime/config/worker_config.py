@@ -40,7 +40,13 @@ from connect_runtime.config.kafka_security import (
     translate,
 )
 from connect_runtime.config.properties import env_overrides, load_properties_file
+from connect_runtime.config.providers import (
+    CONFIG_PROVIDERS_CONFIG,
+    ConfigProviders,
+    ConfigResolver,
+)
 from connect_runtime.config.rest_auth import basic_auth_credentials, jaas_path
+from connect_runtime.config.rest_tls import RestTls, load_rest_tls
 from connect_runtime.config.spark_settings import SparkSettings, spark_settings
 from connect_runtime.errors import ConfigException
 
@@ -109,13 +115,14 @@ WORKER_CONFIG_DEF = (
             "KIP-618: disabled, preparing (leader transactional, tasks at-least-once) "
             "or enabled.")
     .define("listeners", Type.LIST, "http://:8083", None, Importance.LOW,
-            "REST listeners, e.g. http://0.0.0.0:8083 (only http is supported).")
+            "The REST listener: one URL, http://host:port or https://host:port (TLS settings: "
+            "the listeners.https.ssl.* keys, else the top-level ssl.* keys).")
     .define("rest.advertised.host.name", Type.STRING, None, None, Importance.LOW,
             "Host name other workers use to reach this one.")
     .define("rest.advertised.port", Type.INT, None, None, Importance.LOW,
             "Port other workers use to reach this one.")
     .define("rest.advertised.listener", Type.STRING, None, None, Importance.LOW,
-            "Scheme other workers use (http).")
+            "Scheme other workers use (http or https); default: the listener's.")
     .define("rest.extension.classes", Type.LIST, "", None, Importance.LOW,
             "Comma-separated names of ConnectRestExtension classes to load. connect-runtime "
             "has one: org.apache.kafka.connect.rest.basic.auth.extension."
@@ -133,6 +140,14 @@ WORKER_CONFIG_DEF = (
             "Access-Control-Allow-Methods header. The default value of the "
             "Access-Control-Allow-Methods header allows cross origin requests for GET, POST "
             "and HEAD.")
+    .define(CONFIG_PROVIDERS_CONFIG, Type.LIST, "", None, Importance.LOW,
+            "Comma-separated names of config providers, each set up by "
+            "config.providers.<name>.class (Kafka's class name of a built-in: "
+            "org.apache.kafka.common.config.provider.FileConfigProvider, "
+            "EnvVarConfigProvider or DirectoryConfigProvider; or a module.Class path) and "
+            "config.providers.<name>.param.<param> keys. Connector configs (and this "
+            "config) then refer to secrets as ${<name>:[path:]key}, resolved where they are "
+            "used and never stored resolved (docs/security.md).")
     .define("key.converter", Type.CLASS, "connect_runtime.converters.JsonConverter", None,
             Importance.HIGH, "Default converter for record keys.")
     .define("value.converter", Type.CLASS, "connect_runtime.converters.JsonConverter", None,
@@ -187,17 +202,28 @@ class WorkerConfig:
     """
 
     def __init__(self, props: Mapping[str, str]) -> None:
-        self.originals: dict[str, str] = {str(k): str(v) for k, v in props.items()}
+        given = {str(k): str(v) for k, v in props.items()}
+        # Connect resolves ${provider:path:key} in the worker config with the providers
+        # the same config defines; their settings also go to executors (TaskSpec).
+        self.config_providers = ConfigProviders.from_worker_config(given)
+        self.config_resolver: ConfigResolver = self.config_providers.instantiate()
+        resolution = self.config_resolver.resolve(given, unknown_providers_ok=True)
+        resolution.raise_for_errors()
+        self.originals: dict[str, str] = resolution.values
         for key, why in _IGNORED_CLIENT_KEYS.items():
-            if key in self.originals:
-                log.warning("Ignoring worker config %s=%s: %s (KIP-618)", key,
-                            self.originals[key], why)
+            if key in self.originals:  # the value may be a resolved secret: not logged
+                log.warning("Ignoring worker config %s: %s (KIP-618)", key, why)
         self.values: dict[str, Any] = WORKER_CONFIG_DEF.parse(self.originals)
         self._spark = spark_settings(self.originals)
         self._clients = self._client_configs()
         # Read at load time: a wrong JAAS or credentials file stops the worker, named.
         self.rest_credentials = basic_auth_credentials(
             list(self.values["rest.extension.classes"]), jaas_path(self.originals))
+        self._listener = _listener(self.values["listeners"])
+        # Loaded only for an https listener (Connect's KAFKA-14816): top-level ssl.*
+        # keys are the Kafka clients' too, and may be stores this side need not read.
+        self.rest_tls: RestTls | None = (
+            load_rest_tls(self.originals) if self._listener[0] == "https" else None)
 
     @classmethod
     def from_file(cls, path: str, environ: Mapping[str, str] | None = None) -> WorkerConfig:
@@ -287,12 +313,13 @@ class WorkerConfig:
         return self._spark
 
     def listener(self) -> tuple[str, int]:
-        """(host, port) of the first REST listener; an empty host means all interfaces."""
-        url = urlparse(self.values["listeners"][0])
-        if url.scheme not in ("http", ""):
-            raise ConfigException("only http listeners are supported", name="listeners",
-                                  value=self.values["listeners"][0])
-        return url.hostname or "0.0.0.0", url.port or 8083
+        """(host, port) of the REST listener; host ``0.0.0.0`` means all interfaces."""
+        return self._listener[1], self._listener[2]
+
+    @property
+    def listener_scheme(self) -> str:
+        """``http`` or ``https``."""
+        return self._listener[0]
 
     def advertised_url(self, bound_port: int | None = None) -> str:
         """The REST URL other workers and executors use to reach this worker."""
@@ -301,13 +328,35 @@ class WorkerConfig:
             host if host not in ("0.0.0.0", "::", "") else socket.gethostname()
         )
         adv_port = self.values.get("rest.advertised.port") or bound_port or port
-        scheme = self.values.get("rest.advertised.listener") or "http"
+        scheme = (self.values.get("rest.advertised.listener") or self.listener_scheme).lower()
         return f"{scheme}://{adv_host}:{adv_port}"
 
     @property
     def worker_id(self) -> str:
         """Connect's worker id: ``host:port`` of the advertised REST URL."""
         return self.advertised_url().split("://", 1)[1]
+
+
+def _listener(listeners: Sequence[str]) -> tuple[str, str, int]:
+    """(scheme, host, port) of the one REST listener ``listeners`` names.
+
+    Connect serves every listener of the list; a worker here serves one, so a
+    second is refused rather than silently left unserved.
+    """
+    if len(listeners) != 1:
+        raise ConfigException("give exactly one REST listener (http://host:port or "
+                              "https://host:port); a worker serves one", name="listeners",
+                              value=",".join(listeners))
+    url = urlparse(listeners[0])
+    scheme = url.scheme.lower() or "http"
+    if scheme not in ("http", "https"):
+        raise ConfigException("a listener is http://host:port or https://host:port",
+                              name="listeners", value=listeners[0])
+    try:
+        port = url.port or 8083
+    except ValueError as e:
+        raise ConfigException(f"bad port: {e}", name="listeners", value=listeners[0]) from e
+    return scheme, url.hostname or "0.0.0.0", port
 
 
 def _is_admin_listener_key(key: str) -> bool:

@@ -35,6 +35,12 @@ def generate_key(algorithm: str, size_bits: int | None = None) -> bytes:
     return secrets.token_bytes(size)
 
 
+def key_id(key_b64: str) -> str:
+    """A short public name of a base64 session key (a truncated SHA-256): lets a
+    slot learn over a plain channel that the key changed, without the key."""
+    return hashlib.sha256(base64.b64decode(key_b64)).hexdigest()[:16]
+
+
 def signature(key: bytes, algorithm: str, body: bytes) -> str:
     return base64.b64encode(hmac.new(key, body, _DIGESTS[algorithm]).digest()).decode("ascii")
 

@@ -244,15 +244,22 @@ class SlotReport:
 @dataclass(frozen=True, slots=True)
 class SlotAnswer:
     """What the slot should do: the command, the task's restart counter (a change
-    means "restart": stop this instance and start a new one), the current session
-    key (base64; None when the worker has none yet), and ``restart_pending``: a
-    restart was requested after this slot's previous process was lost, so a
-    re-run by Spark starts the task at once instead of reporting FAILED."""
+    means "restart": stop this instance and start a new one), and
+    ``restart_pending``: a restart was requested after this slot's previous
+    process was lost, so a re-run by Spark starts the task at once instead of
+    reporting FAILED.
+
+    ``session_key_id`` names the current session key (:func:`signing.key_id`;
+    None when the worker has none yet). The key itself (base64, ``session_key``)
+    goes only over a TLS channel; over plain HTTP a slot whose key has another
+    id reads the new one from the config topic, as workers do.
+    """
 
     command: Command
     restart_seq: int
     session_key: str | None = None
     restart_pending: bool = False
+    session_key_id: str | None = None
 
     @classmethod
     def stop(cls, restart_seq: int = 0) -> SlotAnswer:
@@ -261,7 +268,8 @@ class SlotAnswer:
     def to_json(self) -> bytes:
         return orjson.dumps({"command": self.command.value, "restart_seq": self.restart_seq,
                              "session_key": self.session_key,
-                             "restart_pending": self.restart_pending})
+                             "restart_pending": self.restart_pending,
+                             "session_key_id": self.session_key_id})
 
     @classmethod
     def from_json(cls, body: bytes) -> SlotAnswer:
@@ -270,7 +278,8 @@ class SlotAnswer:
         m = _object(body, what)
         return cls(_choice(m, what, "command", Command), _field(m, what, "restart_seq", int),
                    _field(m, what, "session_key", str, optional=True),
-                   bool(_field(m, what, "restart_pending", bool, optional=True)))
+                   bool(_field(m, what, "restart_pending", bool, optional=True)),
+                   _field(m, what, "session_key_id", str, optional=True))
 
 
 # ----------------------------------------------------------- active topics (KIP-558)

@@ -10,6 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
+from connect_runtime.config.providers import ConfigProviders
+from connect_runtime.config.rest_tls import ClientTls
+
 
 class TaskMode(Enum):
     """How a task writes, from the leader's ``exactly.once.source.support``.
@@ -33,8 +36,10 @@ class TaskSpec:
     # Config-topic offset of the commit record of this task generation; a task
     # whose startup read finds a larger one belongs to a dead generation.
     generation: int
-    task_config: dict[str, str]
-    connector_config: dict[str, str]
+    # As the config topic holds them: ${provider:path:key} placeholders unresolved
+    # (the executor resolves them), but literal PASSWORD values too: no repr.
+    task_config: dict[str, str] = field(repr=False)
+    connector_config: dict[str, str] = field(repr=False)
     # Worker settings the executor needs.
     bootstrap_servers: str
     group_id: str
@@ -62,6 +67,14 @@ class TaskSpec:
     session_key_algorithm: str = "HmacSHA256"
     # topic.tracking.enable: the task reports the topics it produces to (KIP-558).
     topic_tracking: bool = True
+    # An https worker: what the slot trusts (and, under mutual TLS, presents) on
+    # its channel and fence request. None: plain HTTP.
+    rest_tls: ClientTls | None = field(default=None, repr=False)
+    # The worker's config.providers settings (names, classes, params; never a
+    # resolved value): the executor builds its own providers from them.
+    config_providers: ConfigProviders = field(default_factory=ConfigProviders, repr=False)
+    # The connector's PASSWORD keys, whose values the task's traces never show.
+    password_keys: tuple[str, ...] = ()
 
     @property
     def mode(self) -> TaskMode:

@@ -18,17 +18,19 @@ A slot runs task instances one after another until the driver says stop:
   ``enabled``, at-least-once (Connect's regular source task) otherwise.
 
 Errors cross the process boundary as formatted text (the traceback string), so
-an exception that does not pickle still reaches the status topic intact.
+an exception that does not pickle still reaches the status topic intact. The
+text is scrubbed first: what config providers supplied and the connector's
+PASSWORD values are ``[hidden]`` (``connect_runtime.config.redaction``).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
-import traceback
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from connect_runtime.config.redaction import Redactor
 from connect_runtime.errors import StartupAbandoned
 from connect_runtime.protocol.slot_channel import Command
 from connect_runtime.protocol.states import State
@@ -44,13 +46,14 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def _trace(exc: BaseException, spec: TaskSpec) -> str:
-    text = "".join(traceback.format_exception(exc))
+def _trace(exc: BaseException, spec: TaskSpec, redactor: Redactor) -> str:
+    text = redactor.format_exception(exc)
     return f"Task {spec.task_label} (connector {spec.connector}) failed:\n{text}"
 
 
-def _run_instance(spec: TaskSpec, control: SlotControl) -> Outcome | None:
-    """One task instance: startup, loop, cleanup. None means startup was abandoned."""
+def _run_instance(spec: TaskSpec, control: SlotControl, redactor: Redactor) -> Outcome | None:
+    """One task instance: startup, loop, cleanup. None means startup was abandoned.
+    ``redactor`` learns the instance's secrets at startup (step 0)."""
     signals = LoopSignals()
     control.running_restart_seq = control.restart_seq
     control.attach(signals, None)
@@ -61,7 +64,7 @@ def _run_instance(spec: TaskSpec, control: SlotControl) -> Outcome | None:
         current = dataclasses.replace(spec, session_key=control.session_key)
         metrics = control.metrics
         try:
-            started = start_task(current, lambda: signals.stop)
+            started = start_task(current, lambda: signals.stop, redactor)
         except StartupAbandoned:
             raise
         except BaseException:
@@ -101,9 +104,9 @@ def _run_instance(spec: TaskSpec, control: SlotControl) -> Outcome | None:
     finally:
         control.attach(None, None)
         if started is not None:
-            _quietly(spec, "stop()", started.task.stop)
+            _quietly(spec, "stop()", started.task.stop, redactor)
             if started.transforms is not None:
-                _quietly(spec, "closing its transforms", started.transforms.close)
+                _quietly(spec, "closing its transforms", started.transforms.close, redactor)
             _close_producer_quietly(spec, started.producer)
         if mirror is not None:
             mirror.close(10)
@@ -117,12 +120,14 @@ def _close_producer_quietly(spec: TaskSpec, producer: Any) -> None:
         log.info("task %s: producer flush at close failed", spec.task_label, exc_info=True)
 
 
-def _quietly(spec: TaskSpec, what: str, action: Callable[[], object]) -> None:
+def _quietly(spec: TaskSpec, what: str, action: Callable[[], object],
+             redactor: Redactor) -> None:
     """Cleanup must never replace the error that ended the task in its trace."""
     try:
         action()
-    except Exception:
-        log.warning("task %s: %s raised during cleanup", spec.task_label, what, exc_info=True)
+    except Exception as e:
+        redactor.log_exception(log, logging.WARNING, e, "task %s: %s raised during cleanup",
+                               spec.task_label, what)
 
 
 def _restarting(control: SlotControl) -> None:
@@ -148,10 +153,11 @@ def run_slot(spec: TaskSpec, attempt: int) -> str:
             control.wait_for_change(seen)
             _restarting(control)
         while control.command is not Command.STOP:
+            redactor = Redactor()
             try:
-                outcome = _run_instance(spec, control)
+                outcome = _run_instance(spec, control, redactor)
             except Exception as e:
-                control.report(State.FAILED, _trace(e, spec))
+                control.report(State.FAILED, _trace(e, spec, redactor))
                 control.wait_for_change(control.running_restart_seq)
                 _restarting(control)
                 continue

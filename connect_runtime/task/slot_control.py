@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from websockets.exceptions import ConnectionClosed, InvalidHandshake
 from websockets.sync.client import ClientConnection, connect
 
+from connect_runtime.config.rest_tls import client_context
 from connect_runtime.protocol import signing
 from connect_runtime.protocol.slot_channel import (
     CLOSE_DONE,
@@ -84,6 +85,7 @@ class SlotControl:
         # follows the leader's rotations through its answers.
         self.session_key = spec.session_key
         self._next_key_refresh = 0.0
+        self._refreshing = False
         self._answered = False  # on the current connection
         self.changed = threading.Condition()
         self._state_lock = threading.Lock()
@@ -162,9 +164,10 @@ class SlotControl:
         try:
             # No proxy: the worker is reached directly, whatever the executor's
             # environment says. No protocol pings: our keepalives are the pings.
+            tls = self.spec.rest_tls
             with connect(self.url, additional_headers=headers, open_timeout=10,
-                         ping_interval=None, close_timeout=2, proxy=None,
-                         compression=None) as ws:
+                         ping_interval=None, close_timeout=2, proxy=None, compression=None,
+                         ssl=client_context(tls) if tls is not None else None) as ws:
                 reader = threading.Thread(target=self._read, args=(ws,), daemon=True,
                                           name=f"slot-answers-{self.spec.task_label}")
                 reader.start()
@@ -262,12 +265,35 @@ class SlotControl:
                 self.restart_pending = answer.restart_pending
             self.command = answer.command
             self.restart_seq = answer.restart_seq
-            if answer.session_key:  # the leader rotated its key (KIP-507 TTL)
+            if answer.session_key:  # a TLS channel hands the key over
                 self.session_key = answer.session_key
+            elif answer.session_key_id is not None and answer.session_key_id != (
+                    signing.key_id(self.session_key) if self.session_key else None):
+                # The leader rotated its key (KIP-507 TTL): read it where workers do.
+                self._refresh_key_soon()
             self.changed.notify_all()
         self._answered = True
         if self.signals is not None:
             self._apply(self.signals)
+
+    def _refresh_key_soon(self) -> None:
+        """:meth:`_refresh_key` on a thread of its own (a config-topic read must not
+        hold up the answers behind it), after its rate limit; one at a time."""
+        with self._state_lock:
+            if self._refreshing:
+                return
+            self._refreshing = True
+
+        def refresh() -> None:
+            try:
+                self._closed.wait(max(0.0, self._next_key_refresh - time.monotonic()))
+                if not self._closed.is_set():
+                    self._refresh_key()
+            finally:
+                with self._state_lock:
+                    self._refreshing = False
+        threading.Thread(target=refresh, daemon=True,
+                         name=f"slot-key-{self.spec.task_label}").start()
 
     def _refresh_key(self) -> None:
         """Read the current session key from the config topic (at most every 5 s)."""

@@ -1,5 +1,10 @@
 """Source task startup on the executor, in KIP-618's order ("Source task startup").
 
+0. Resolve the ``${provider:path:key}`` variables of the connector and task
+   configs with the worker's config providers (``TaskSpec.config_providers``),
+   here on the executor: the spec carries placeholders, never secrets, so the
+   executor needs the same secret files and variables as workers. A variable
+   that cannot be resolved fails the task naming its key.
 1. Ask the leader to fence the previous generation: ``PUT /connectors/<c>/fence``.
    Failure: the task FAILS with the leader's message as its trace.
 2. Read the config topic to the end; a task-count record must follow the latest
@@ -39,6 +44,8 @@ import httpx
 from connect_runtime.api.config_def import originals_with_prefix
 from connect_runtime.api.task import OffsetStorageReader, SourceTask, TransactionContext
 from connect_runtime.config.connector_config import ConnectorConfig
+from connect_runtime.config.redaction import Redactor
+from connect_runtime.config.rest_tls import client_context
 from connect_runtime.converters import (
     Converter,
     HeaderConverter,
@@ -134,7 +141,9 @@ def request_fencing(spec: TaskSpec) -> None:
     body = b""
     headers = signing.sign_headers(spec.session_key, spec.session_key_algorithm, body)
     try:
-        response = httpx.put(url, content=body, headers=headers, timeout=FENCE_REQUEST_TIMEOUT_S)
+        tls = spec.rest_tls
+        response = httpx.put(url, content=body, headers=headers, timeout=FENCE_REQUEST_TIMEOUT_S,
+                             verify=client_context(tls) if tls is not None else True)
     except httpx.HTTPError as e:
         raise StartupFailed(f"Zombie fencing request to the leader at {url} failed: {e!r}") from e
     if response.status_code != 200:
@@ -262,10 +271,31 @@ def _topic_creator(spec: TaskSpec,
     return create
 
 
-def start_task(spec: TaskSpec, should_stop: Any) -> StartedTask:
-    """Run steps 1-6 (in at-least-once mode only 3, 4 and 6). ``should_stop()`` is
-    checked between steps."""
-    connector_config = ConnectorConfig(spec.connector_config)
+def resolve_configs(spec: TaskSpec, redactor: Redactor) -> tuple[dict[str, str],
+                                                                   dict[str, str]]:
+    """Step 0: (connector config, task config) resolved. ``redactor`` learns every
+    value a provider supplied and the values of the connector's PASSWORD keys, first,
+    so that even a failure here is reported scrubbed. ConfigException naming the
+    key at fault (or the provider setting this executor cannot load)."""
+    resolver = spec.config_providers.instantiate()
+    connector = resolver.resolve(spec.connector_config)
+    task = resolver.resolve(spec.task_config)
+    redactor.add(connector.secrets | task.secrets)
+    redactor.add_values(spec.password_keys, spec.connector_config, spec.task_config,
+                        connector.values, task.values)
+    connector.raise_for_errors()
+    task.raise_for_errors()
+    return connector.values, task.values
+
+
+def start_task(spec: TaskSpec, should_stop: Any,
+               redactor: Redactor | None = None) -> StartedTask:
+    """Run steps 0-6 (in at-least-once mode only 0, 3, 4 and 6). ``should_stop()`` is
+    checked between steps. ``redactor`` (filled by step 0) is what the caller
+    scrubs the task's traces with."""
+    redactor = Redactor() if redactor is None else redactor
+    resolved_connector, resolved_task = resolve_configs(spec, redactor)  # step 0
+    connector_config = ConnectorConfig(resolved_connector)
     exactly_once = spec.mode is TaskMode.EXACTLY_ONCE
     if exactly_once:
         request_fencing(spec)  # step 1
@@ -294,17 +324,17 @@ def start_task(spec: TaskSpec, should_stop: Any) -> StartedTask:
             consumer_overrides=spec.consumer_overrides,
             admin_overrides=spec.admin_overrides,
         )
-        key_conv, value_conv = _converters(spec, spec.connector_config)
-        header_conv = _header_converter(spec, spec.connector_config)
+        key_conv, value_conv = _converters(spec, resolved_connector)
+        header_conv = _header_converter(spec, resolved_connector)
         transforms = _transformation_chain(connector_config)
         boundary_kind = connector_config.transaction_boundary.value
         # Connect hands regular tasks no transaction context either.
         txn = TaskTransactionContext() if exactly_once and boundary_kind == "connector" else None
         interval_ms = connector_config.transaction_boundary_interval_ms(
             spec.offset_flush_interval_ms)
-        task = load_task_class(spec.task_config["task.class"])()
-        task.initialize(TaskContext(dict(spec.task_config), reader, txn))
-        task.start(dict(spec.task_config))
+        task = load_task_class(resolved_task["task.class"])()
+        task.initialize(TaskContext(dict(resolved_task), reader, txn))
+        task.start(dict(resolved_task))
     except BaseException:
         producer.flush(1)
         if transforms is not None:  # built before a later step failed

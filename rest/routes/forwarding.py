@@ -26,6 +26,7 @@ something other than a success or a Connect error body, is a 500 naming it.
 from __future__ import annotations
 
 import logging
+import ssl
 from urllib.parse import parse_qsl, quote, urlencode
 
 import httpx
@@ -80,10 +81,13 @@ class Forwarder:
 
     ``timeout_s`` bounds each forwarded request; Connect's default REST request
     timeout is 90 s, and a fence may wait that long on transaction coordinators.
+    ``tls`` is the client context for an ``https://`` leader (the worker's
+    truststore and, under mutual TLS, its certificate); None: the system's CAs.
     """
 
-    def __init__(self, timeout_s: float) -> None:
+    def __init__(self, timeout_s: float, tls: ssl.SSLContext | None = None) -> None:
         self.timeout_s = timeout_s
+        self.verify: ssl.SSLContext | bool = tls if tls is not None else True
 
     async def handle(self, request: Request, exc: Exception) -> Response:
         """Starlette exception handler for :class:`NotLeaderException`."""
@@ -114,7 +118,8 @@ class Forwarder:
             # A client per request, as Connect's RestClient does: forwarding is rare
             # (follower writes only), and a shared client would tie its connection
             # pool to whichever event loop first used it.
-            async with httpx.AsyncClient(timeout=self.timeout_s, follow_redirects=False) as client:
+            async with httpx.AsyncClient(timeout=self.timeout_s, follow_redirects=False,
+                                         verify=self.verify) as client:
                 response = await client.request(request.method, f"{url}?{query}",
                                                 headers=headers, content=body or None)
         except (httpx.HTTPError, httpx.InvalidURL) as e:

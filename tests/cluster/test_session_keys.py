@@ -87,6 +87,11 @@ def test_current_key_and_its_base64() -> None:
     topic.key = SessionKey(b"\x01\x02\x03", "HmacSHA512", 0)
     assert session_keys.current() == (b"\x01\x02\x03", "HmacSHA512")
     assert session_keys.current_b64() == "AQID"
+    # Slots get the key itself only over TLS; its id either way.
+    key_id = signing.key_id("AQID")
+    assert session_keys.for_slots(tls=True) == ("AQID", key_id)
+    assert session_keys.for_slots(tls=False) == (None, key_id)
+    assert len(key_id) == 16 and key_id != signing.key_id("AQIE")
 
 
 def test_requests_signed_with_the_current_key_verify() -> None:

@@ -274,16 +274,17 @@ def test_once_started_changes_are_written_by_the_registrys_thread_in_order() -> 
 def test_answers_carry_the_session_key_looked_up_once_per_batch() -> None:
     lookups: list[int] = []
 
-    def key() -> str:
+    def key() -> tuple[str | None, str | None]:
         lookups.append(1)
-        return "a2V5"
+        return "a2V5", "id1"
     reg = SlotRegistry(lambda c, t, s, tr: None, session_key=key)
     reg.open("c", generation=1, task_count=2, paused=False)
     _, first = _connect(reg, task=0)
     _, second = _connect(reg, task=1, run_id="r2")
     lookups.clear()
     reg.set_paused("c", True)  # one batch of two answers
-    assert first.last == second.last == SlotAnswer(Command.PAUSE, 0, session_key="a2V5")
+    assert first.last == second.last == SlotAnswer(Command.PAUSE, 0, session_key="a2V5",
+                                                   session_key_id="id1")
     assert len(lookups) == 1
 
 

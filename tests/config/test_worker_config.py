@@ -130,8 +130,11 @@ def test_spark_conf_and_listener() -> None:
     assert spark.conf["spark.executor.cores"] == "2" and spark.master == "local[*,4]"
     assert config.listener() == ("127.0.0.1", 18083)
     assert config.advertised_url() == "http://127.0.0.1:18083"
-    with pytest.raises(ConfigException, match="listeners"):
-        WorkerConfig({**MINIMAL, "listeners": "https://:8443"}).listener()
+    for listeners in ("ftp://:8443", "http://:8083,https://:8443", "http://:port"):
+        with pytest.raises(ConfigException, match="configuration listeners"):
+            WorkerConfig({**MINIMAL, "listeners": listeners})
+    with pytest.raises(ConfigException, match=r"configuration ssl\.keystore\.location"):
+        WorkerConfig({**MINIMAL, "listeners": "https://:8443"})
 
 
 # --- properties parsing -----------------------------------------------------

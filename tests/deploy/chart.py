@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import ssl
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -88,17 +89,76 @@ def pod_environment(statefulset: dict[str, Any], pod_name: str, namespace: str,
     return env
 
 
+POD_CONFIG_ROOT = "/etc/connect-runtime/"
+
+
+def pod_files(objects: Sequence[dict[str, Any]], root: Path,
+              secrets: dict[str, dict[str, str]] | None = None) -> Path:
+    """Write the files the worker container mounts from the ConfigMap and from
+    Secrets (``secrets``: name -> key -> value) under ``root``, as the kubelet
+    would mount them (``items``, ``subPath``); returns ``root``.
+
+    Paths under /etc/connect-runtime/ inside the ConfigMap's files (the JAAS
+    file's credentials file, say) are moved under ``root`` the same way, so the
+    files keep pointing at one another; not in the executor pod template, whose
+    paths are the executor pods'.
+    """
+    config = find(objects, "ConfigMap")
+    pod = find(objects, "StatefulSet")["spec"]["template"]["spec"]
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    relocated = f"{root}{POD_CONFIG_ROOT}"
+    for mount in pod["containers"][0]["volumeMounts"]:
+        volume = volumes[mount["name"]]
+        if "configMap" in volume:
+            assert volume["configMap"]["name"] == config["metadata"]["name"]
+            data = {k: v if k == "executor-pod-template.yaml"
+                    else v.replace(POD_CONFIG_ROOT, relocated)
+                    for k, v in config["data"].items()}
+        elif "secret" in volume:
+            data = (secrets or {})[volume["secret"]["secretName"]]
+        else:
+            continue  # emptyDir and the like: nothing the chart puts in them
+        items = volume.get("configMap", volume.get("secret", {})).get("items")
+        files = {i["path"]: data[i["key"]] for i in items} if items else dict(data)
+        target = root / mount["mountPath"].lstrip("/")
+        if "subPath" in mount:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(files[mount["subPath"]])
+            continue
+        target.mkdir(parents=True, exist_ok=True)
+        for name, text in files.items():
+            (target / name).write_text(text)
+    return root
+
+
+def run_exec_probe(probe: dict[str, Any], env: dict[str, str],
+                   root: Path) -> subprocess.CompletedProcess[str]:
+    """Run an exec probe of the worker container as the kubelet would run it in
+    the container: the pod's environment ``env``, its files under ``root``
+    (:func:`pod_files`), ``python`` being the image's (here, this one)."""
+    command = probe["exec"]["command"]
+    assert command[0] == "python", command
+    argv = [sys.executable, *(arg.replace(POD_CONFIG_ROOT, f"{root}{POD_CONFIG_ROOT}")
+                              for arg in command[1:])]
+    return subprocess.run(argv, env={**os.environ, **env}, capture_output=True, text=True,
+                          timeout=probe.get("timeoutSeconds", 1))
+
+
 class PodWorker:
     """The worker process a pod would run, run on this machine instead.
 
     ``files`` are the properties files in the order the image's entrypoint
     passes them (the ConfigMap's, then overrides); ``env`` the pod's
     environment (:func:`pod_environment`). Its log is ``workdir/worker.log``.
+    An HTTPS worker (``scheme``) is checked with ``verify`` (an SSL context
+    trusting its CA, holding a client certificate if it requires one).
     """
 
     def __init__(self, workdir: Path, files: Sequence[Path], env: dict[str, str],
-                 port: int) -> None:
-        self.url = f"http://127.0.0.1:{port}"
+                 port: int, scheme: str = "http",
+                 verify: ssl.SSLContext | bool = True) -> None:
+        self.url = f"{scheme}://127.0.0.1:{port}"
+        self.verify = verify
         self.log = workdir / "worker.log"
         with self.log.open("wb") as log:
             self.proc = subprocess.Popen(
@@ -115,7 +175,8 @@ class PodWorker:
                 raise AssertionError(f"worker exited {self.proc.returncode}:\n"
                                      f"{self.output()[-4000:]}")
             try:
-                return httpx.get(f"{self.url}/health", timeout=2).status_code == 200
+                return httpx.get(f"{self.url}/health", timeout=2,
+                                 verify=self.verify).status_code == 200
             except httpx.HTTPError:
                 return False
         wait_for(healthy, timeout, f"the worker at {self.url} to be healthy")

@@ -67,6 +67,10 @@ def test_strict_validation_rejects_an_unknown_field(tmp_path: Path) -> None:
     ({"podAntiAffinity": "sometimes"}, "at '/podAntiAffinity'"),
     ({"logFormat": "xml"}, "at '/logFormat': value must be one of 'text', 'json'"),
     ({"metrics.serviceMonitor.interval": "often"}, "at '/metrics/serviceMonitor/interval'"),
+    ({"rest.tls.clientAuth": "maybe"},
+     "at '/rest/tls/clientAuth': value must be one of 'none', 'requested', 'required'"),
+    ({"rest.tls.secretName": "Rest_TLS"}, "at '/rest/tls/secretName'"),
+    ({"rest.basicAuth.key": "users/file"}, "at '/rest/basicAuth/key'"),
     ({"replicas": "3"}, "additional properties 'replicas' not allowed"),
 ])
 def test_a_wrong_value_fails_with_the_schema_message(sets: dict[str, str], message: str) -> None:
@@ -87,6 +91,22 @@ def test_sasl_without_a_mechanism_names_the_value() -> None:
                 "--set", "kafka.securityProtocol=SASL_SSL", check=False)
     assert done.returncode != 0
     assert "kafka.sasl.mechanism is required" in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize(("sets", "message"), [
+    ({"rest.tls.clientAuth": "required"},
+     "rest.tls.clientAuth=required needs rest.tls.secretName"),
+    ({"rest.tls.secretName": "t", "rest.tls.keys.ca": "", "rest.tls.clientAuth": "requested"},
+     "rest.tls.clientAuth=requested needs rest.tls.keys.ca"),
+    ({"rest.basicAuth.secretName": "u", "metrics.serviceMonitor.enabled": "true"},
+     "metrics.serviceMonitor.basicAuth.secretName is required with rest.basicAuth"),
+])
+def test_rest_values_that_do_not_fit_together_fail_naming_the_value(
+        sets: dict[str, str], message: str) -> None:
+    done = helm("template", "r", str(CHART), *values_args("defaults-values.yaml", sets),
+                check=False)
+    assert done.returncode != 0
+    assert message in done.stderr, done.stderr
 
 
 def test_credentials_come_from_secrets_never_from_the_config_map() -> None:
@@ -193,3 +213,149 @@ def test_kubernetes_mode_renders_the_driver_settings_and_role() -> None:
     binding = find(objects, "RoleBinding")
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "r-connect-runtime",
                                     "namespace": "streaming"}]
+
+
+JAAS = """KafkaConnect {
+  org.apache.kafka.connect.rest.basic.auth.extension.PropertyFileLoginModule required
+  file="/etc/connect-runtime/rest-users/credentials.properties";
+};
+"""
+
+
+def test_rest_tls_and_basic_auth_come_from_secrets_never_from_the_config_map() -> None:
+    objects = render("secured-rest-values.yaml")
+    data = find(objects, "ConfigMap")["data"]
+    lines = data["worker.properties"].splitlines()
+    for line in ("listeners=https://0.0.0.0:8083", "rest.advertised.listener=https",
+                 "listeners.https.ssl.keystore.type=PEM",
+                 "listeners.https.ssl.truststore.type=PEM",
+                 "listeners.https.ssl.client.auth=required",
+                 "rest.extension.classes=org.apache.kafka.connect.rest.basic.auth.extension."
+                 "BasicAuthSecurityRestExtension",
+                 "java.security.auth.login.config=/etc/connect-runtime/rest-jaas.conf"):
+        assert line in lines, (line, lines)
+    # The JAAS file holds only the credentials file's path.
+    assert data["rest-jaas.conf"] == JAAS
+    # No PEM, and none of the keys that hold one or a password.
+    assert "-----BEGIN" not in "\n".join(data.values())
+    keys = [line.split("=", 1)[0] for line in lines if "=" in line]
+    assert not [k for k in keys if "password" in k or k.endswith((
+        ".keystore.key", ".certificate.chain", ".truststore.certificates"))], keys
+
+    pod = find(objects, "StatefulSet")["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    assert "envFrom" not in container
+    from_secrets = {v["name"]: v["valueFrom"]["secretKeyRef"] for v in container["env"]
+                    if "secretKeyRef" in v.get("valueFrom", {})}
+    assert from_secrets == {
+        "CONNECT_LISTENERS_HTTPS_SSL_KEYSTORE_CERTIFICATE_CHAIN":
+            {"name": "connect-rest-tls", "key": "tls.crt"},
+        "CONNECT_LISTENERS_HTTPS_SSL_KEYSTORE_KEY": {"name": "connect-rest-tls", "key": "tls.key"},
+        "CONNECT_LISTENERS_HTTPS_SSL_TRUSTSTORE_CERTIFICATES":
+            {"name": "connect-rest-tls", "key": "ca.crt"},
+    }
+    # The credentials file: only its key, mounted read-only beside the JAAS file.
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert volumes["rest-users"]["secret"] == {
+        "secretName": "connect-rest-users",
+        "items": [{"key": "credentials.properties", "path": "credentials.properties"}]}
+    assert [v for v in pod["volumes"] if "secret" in v] == [volumes["rest-users"]]
+    mounts = {m["mountPath"]: m for m in container["volumeMounts"]}
+    assert mounts["/etc/connect-runtime/rest-users"] == {
+        "name": "rest-users", "mountPath": "/etc/connect-runtime/rest-users", "readOnly": True}
+    assert mounts["/etc/connect-runtime/rest-jaas.conf"] == {
+        "name": "config", "mountPath": "/etc/connect-runtime/rest-jaas.conf",
+        "subPath": "rest-jaas.conf", "readOnly": True}
+
+
+def test_executors_get_nothing_of_the_rest_security() -> None:
+    """The worker hands its tasks the trust material in their task specs."""
+    objects = render("secured-rest-values.yaml", {"spark.mode": "kubernetes"})
+    template = find(objects, "ConfigMap")["data"]["executor-pod-template.yaml"]
+    assert "rest" not in template and "CONNECT_" not in template, template
+
+
+def probes(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    container = find(objects, "StatefulSet")["spec"]["template"]["spec"]["containers"][0]
+    return [container[p] for p in ("startupProbe", "readinessProbe", "livenessProbe")]
+
+
+@pytest.mark.parametrize(("sets", "scheme"), [
+    ({}, None),
+    ({"rest.tls.secretName": "t"}, "HTTPS"),
+    ({"rest.tls.secretName": "t", "rest.tls.clientAuth": "requested"}, "HTTPS"),
+    ({"rest.basicAuth.secretName": "u"}, None),  # /health needs no password
+])
+def test_the_kubelet_probes_health_over_the_listeners_scheme(
+        sets: dict[str, str], scheme: str | None) -> None:
+    objects = render("defaults-values.yaml", sets)
+    expected = {"path": "/health", "port": "rest", **({"scheme": scheme} if scheme else {})}
+    assert [p["httpGet"] for p in probes(objects)] == [expected] * 3
+    assert "health-probe.py" not in find(objects, "ConfigMap")["data"]
+
+
+def test_under_required_client_certificates_the_probes_run_in_the_container() -> None:
+    """The kubelet presents no client certificate; test_rendered_config.py runs
+    this probe against a worker."""
+    objects = render("secured-rest-values.yaml", {"connect.restPort": "8443"})
+    for probe in probes(objects):
+        assert "httpGet" not in probe and "tcpSocket" not in probe
+        assert probe["exec"] == {"command": ["python", "/etc/connect-runtime/health-probe.py"]}
+        assert probe["timeoutSeconds"] == 5
+    script = find(objects, "ConfigMap")["data"]["health-probe.py"]
+    assert "https://127.0.0.1:8443/health" in script
+    container = find(objects, "StatefulSet")["spec"]["template"]["spec"]["containers"][0]
+    assert {"name": "config", "mountPath": "/etc/connect-runtime/health-probe.py",
+            "subPath": "health-probe.py", "readOnly": True} in container["volumeMounts"]
+
+
+def test_metrics_are_scraped_over_https_with_a_password() -> None:
+    objects = render("secured-rest-values.yaml", {
+        "metrics.serviceMonitor.enabled": "true",
+        "metrics.serviceMonitor.basicAuth.secretName": "prometheus-connect"},
+        namespace="streaming")
+    annotations = find(objects, "StatefulSet")["spec"]["template"]["metadata"]["annotations"]
+    assert annotations["prometheus.io/scheme"] == "https"
+    endpoint = find(objects, "ServiceMonitor")["spec"]["endpoints"][0]
+    assert endpoint["scheme"] == "https"
+    assert endpoint["tlsConfig"] == {
+        "serverName": "r-connect-runtime-0.r-connect-runtime-headless.streaming.svc."
+                      "cluster.local",
+        "ca": {"secret": {"name": "connect-rest-tls", "key": "ca.crt"}},
+        # clientAuth=required: the workers' own certificate.
+        "cert": {"secret": {"name": "connect-rest-tls", "key": "tls.crt"}},
+        "keySecret": {"name": "connect-rest-tls", "key": "tls.key"},
+    }
+    assert endpoint["basicAuth"] == {
+        "username": {"name": "prometheus-connect", "key": "username"},
+        "password": {"name": "prometheus-connect", "key": "password"}}
+    # A tlsConfig of one's own replaces the chart's.
+    objects = render("secured-rest-values.yaml", {
+        "metrics.serviceMonitor.enabled": "true",
+        "metrics.serviceMonitor.basicAuth.secretName": "prometheus-connect",
+        "metrics.serviceMonitor.tlsConfig.insecureSkipVerify": "true"})
+    endpoint = find(objects, "ServiceMonitor")["spec"]["endpoints"][0]
+    assert endpoint["tlsConfig"] == {"insecureSkipVerify": True}
+    # Plain HTTP: no scheme annotation.
+    annotations = find(render("defaults-values.yaml"), "StatefulSet")["spec"]["template"][
+        "metadata"]["annotations"]
+    assert "prometheus.io/scheme" not in annotations
+
+
+@pytest.mark.parametrize(("value_set", "url"), [
+    ("defaults-values.yaml", "export CONNECT_URL=http://127.0.0.1:8083"),
+    ("secured-rest-values.yaml", "export CONNECT_URL=https://r-connect-runtime-0."
+                                 "r-connect-runtime-headless.default.svc.cluster.local:8083"),
+])
+def test_the_notes_url_follows_tls(value_set: str, url: str) -> None:
+    out = helm("install", "r", str(CHART), "--dry-run=client", "--namespace", "default",
+               *values_args(value_set)).stdout
+    notes = out[out.index("NOTES:"):]
+    assert url in notes, notes
+    if value_set == "secured-rest-values.yaml":
+        for part in ("--connect-to ::127.0.0.1:8083", "--cacert connect-ca.crt",
+                     "--cert client.crt --key client.key", "-u <user>:<password>",
+                     "curl -s $CURL_OPTS $CONNECT_URL/connector-plugins"):
+            assert part in notes, (part, notes)
+    else:
+        assert "CURL_OPTS" not in notes and "https" not in notes, notes

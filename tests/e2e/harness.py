@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import ssl
 import subprocess
 import sys
 from pathlib import Path
@@ -27,14 +28,18 @@ class WorkerProcess:
     def __init__(self, bootstrap: str, group: str, port: int, workdir: Path,
                  overrides: dict[str, str] | None = None, *, python: str = sys.executable,
                  cwd: Path | None = None, pythonpath: tuple[str, ...] = (),
-                 env: dict[str, str] | None = None) -> None:
+                 env: dict[str, str] | None = None, scheme: str = "http",
+                 verify: ssl.SSLContext | bool = True) -> None:
         """``python`` runs the worker (another venv's, say), from ``cwd`` (default:
         ``workdir``), with ``pythonpath`` ahead of the test connectors and ``env``
-        added to the environment."""
+        added to the environment. ``scheme`` is the listener's (``https`` needs the
+        TLS keys in ``overrides``); ``verify`` is how the harness checks its
+        certificate."""
         self.bootstrap = bootstrap
         self.group = group
         self.port = port
-        self.url = f"http://127.0.0.1:{port}"
+        self.url = f"{scheme}://127.0.0.1:{port}"
+        self.verify = verify
         self.workdir = workdir
         self.props = {
             "bootstrap.servers": bootstrap,
@@ -46,7 +51,7 @@ class WorkerProcess:
             "offset.storage.replication.factor": "1",
             "status.storage.replication.factor": "1",
             "offset.storage.partitions": "5",
-            "listeners": f"http://127.0.0.1:{port}",
+            "listeners": self.url,
             "rest.advertised.host.name": "127.0.0.1",
             "rest.advertised.port": str(port),
             "offset.flush.interval.ms": "500",
@@ -84,7 +89,8 @@ class WorkerProcess:
             if self.proc.poll() is not None:
                 raise AssertionError(f"worker exited with {self.proc.returncode}:\n{self.tail()}")
             try:
-                return httpx.get(f"{self.url}/health", timeout=2).status_code == 200
+                return httpx.get(f"{self.url}/health", timeout=2,
+                                 verify=self.verify).status_code == 200
             except httpx.HTTPError:
                 return False
         wait_for(healthy, timeout, f"worker {self.url} to become healthy")

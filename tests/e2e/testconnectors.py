@@ -6,7 +6,18 @@ workers' PYTHONPATH.
 
 from __future__ import annotations
 
-from connect_runtime import ExactlyOnceSupport, SourceConnector, SourceRecord, SourceTask
+import hashlib
+
+from connect_runtime import (
+    ConfigDef,
+    ConfigException,
+    ExactlyOnceSupport,
+    Importance,
+    SourceConnector,
+    SourceRecord,
+    SourceTask,
+    Type,
+)
 
 
 class _OneTaskConnector(SourceConnector):
@@ -153,3 +164,68 @@ class StuckTask(SourceTask):
 class StuckSourceConnector(_OneTaskConnector):
     def task_class(self) -> type[SourceTask]:
         return StuckTask
+
+
+SECRET_KEYS = ("file.secret", "env.secret")
+
+
+def check_secrets(config: dict[str, str], where: str) -> None:
+    """Each PASSWORD key of SECRET_KEYS that has a ``<key>.sha256`` must hash to it: proof
+    that what reached ``where`` is the resolved secret, not its placeholder. The message
+    names keys only."""
+    for key in SECRET_KEYS:
+        digest = config.get(f"{key}.sha256")
+        if digest is None:
+            continue
+        got = hashlib.sha256(config.get(key, "").encode()).hexdigest()
+        if got != digest:
+            raise ConfigException(f"{where}: {key} is not the expected secret (SHA-256 "
+                                  f"{got[:12]}..., expected {digest[:12]}...)")
+
+
+class SecretsTask(SourceTask):
+    """Checks its secrets on the executor (see ``check_secrets``), then sends numbered
+    records holding no secret. With ``fail.after``, raises after that many records with
+    a message quoting every secret it holds, as a careless driver would."""
+
+    def start(self, config: dict[str, str]) -> None:
+        check_secrets(config, "task")
+        self.config = dict(config)
+        self.topic = config["topic"]
+        self.fail_after = int(config.get("fail.after", "-1"))
+        offset = self.context.offset_storage_reader.offset({"source": "secrets"})
+        self.next = int(offset["seq"]) if offset else 0  # type: ignore[arg-type]
+
+    def poll(self) -> list[SourceRecord] | None:
+        import time
+
+        if 0 <= self.fail_after <= self.next:
+            quoted = ", ".join(f"{k}={self.config.get(k)}" for k in SECRET_KEYS)
+            raise RuntimeError(f"login refused with {quoted}")
+        time.sleep(0.1)
+        batch = [SourceRecord({"source": "secrets"}, {"seq": n + 1}, self.topic,
+                              value={"seq": n}) for n in range(self.next, self.next + 5)]
+        self.next += 5
+        return batch
+
+    def stop(self) -> None:
+        pass
+
+
+class SecretsSourceConnector(_OneTaskConnector):
+    """``file.secret`` and ``env.secret`` are PASSWORD keys, checked against their
+    ``.sha256`` keys on the worker that starts the connector and again in the task."""
+
+    def start(self, config: dict[str, str]) -> None:
+        check_secrets(config, "connector")
+        super().start(config)
+
+    def config_def(self) -> ConfigDef:
+        d = ConfigDef().define("topic", Type.STRING, importance=Importance.HIGH)
+        for key in SECRET_KEYS:
+            d.define(key, Type.PASSWORD, None, importance=Importance.HIGH)
+            d.define(f"{key}.sha256", Type.STRING, None, importance=Importance.LOW)
+        return d
+
+    def task_class(self) -> type[SourceTask]:
+        return SecretsTask

@@ -30,7 +30,8 @@ REPORT = SlotReport(state=State.FAILED, trace="boom", restart_seq=None, fenced=F
 def test_hello_report_and_answer_round_trip() -> None:
     assert SlotHello.from_json(SlotHello.header_body(HELLO.to_header())) == HELLO
     assert SlotReport.from_json(REPORT.to_json()) == REPORT
-    answer = SlotAnswer(Command.PAUSE, 4, session_key="a2V5", restart_pending=True)
+    answer = SlotAnswer(Command.PAUSE, 4, session_key="a2V5", restart_pending=True,
+                        session_key_id="0123456789abcdef")
     assert SlotAnswer.from_json(answer.to_json()) == answer
     assert SlotAnswer.from_json(SlotAnswer.stop(2).to_json()) == SlotAnswer(Command.STOP, 2, None)
 
@@ -38,7 +39,7 @@ def test_hello_report_and_answer_round_trip() -> None:
 def test_the_wire_format_is_plain_json_with_lowercase_commands() -> None:
     wire = orjson.loads(SlotAnswer(Command.RUN, 0).to_json())
     assert wire == {"command": "run", "restart_seq": 0, "session_key": None,
-                    "restart_pending": False}
+                    "restart_pending": False, "session_key_id": None}
     assert orjson.loads(REPORT.to_json())["state"] == "FAILED"
     # An answer from a worker that predates restart_pending still parses.
     assert not SlotAnswer.from_json(b'{"command": "run", "restart_seq": 0}').restart_pending

@@ -7,22 +7,28 @@ from __future__ import annotations
 import base64
 import os
 import signal
+import ssl
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
+import httpx
 import orjson
 import pytest
 import uvicorn
 from fake_herder import FakeHerder
 from kafka_helpers import free_port, wait_for
+from tls_helpers import https_settings, make_pki, tools_missing
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
 from connect_runtime.cluster.slot_registry import SlotRegistry
+from connect_runtime.config.rest_tls import RestTls, load_rest_tls
 from connect_runtime.protocol import signing
 from connect_runtime.protocol.slot_channel import (
     CLOSE_BAD_REQUEST,
@@ -48,7 +54,7 @@ class _Host:
     def __init__(self, url: str) -> None:
         self.events: list[tuple[str, int, State, str | None]] = []
         self.registry = SlotRegistry(lambda c, t, s, tr: self.events.append((c, t, s, tr)),
-                                     session_key=lambda: KEY_B64)
+                                     session_key=lambda: (KEY_B64, signing.key_id(KEY_B64)))
         self.worker_url = url
         self.is_leader = True
 
@@ -64,13 +70,16 @@ class _Host:
 
 
 @contextmanager
-def _served() -> Iterator[_Host]:
+def _served(tls: RestTls | None = None) -> Iterator[_Host]:
+    """A worker's REST server on a free port; over HTTPS (as the worker serves it)
+    when ``tls`` is given."""
     port = free_port()
-    host = _Host(f"http://127.0.0.1:{port}")
+    host = _Host(f"{'https' if tls else 'http'}://127.0.0.1:{port}")
     app = create_app(FakeHerder(), extra_routers=[slots_router(host)])
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning",
-                                           lifespan="off", ws="websockets-sansio",
-                                           ws_ping_interval=None))
+    server = uvicorn.Server(uvicorn.Config(
+        app, host="127.0.0.1", port=port, log_level="warning", lifespan="off",
+        ws="websockets-sansio", ws_ping_interval=None,
+        ssl_context_factory=(lambda *_: tls.server_context()) if tls is not None else None))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     wait_for(lambda: server.started, 10, "uvicorn did not start")
@@ -206,3 +215,84 @@ def test_a_killed_slot_process_is_lost_at_once_not_after_the_timeout() -> None:
         trace = host.events[-1][3] or ""
         # Noticed from the closed connection, not from silence.
         assert "closed without a final report" in trace and f"process {proc.pid}" in trace
+
+
+# ------------------------------------------------------------------- over HTTPS
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if (why := tools_missing()) is not None:
+        pytest.skip(why)
+    return make_pki(tmp_path_factory.mktemp("slots-pki"))
+
+
+def test_a_slot_reaches_an_https_worker_under_mutual_tls(pki: Path) -> None:
+    tls = load_rest_tls(https_settings(pki, "required"))
+    with _served(tls) as host:
+        rotated = base64.b64encode(b"r" * 32).decode()
+        host.registry = SlotRegistry(lambda c, t, s, tr: None,
+                                     session_key=lambda: (rotated, signing.key_id(rotated)))
+        host.registry.open("conn", generation=5, task_count=1, paused=False)
+        # The slot trusts the worker's CA and presents the worker's certificate,
+        # as the task spec hands them over; a new key comes over the TLS channel.
+        control = SlotControl(_spec(host.worker_url, rest_tls=tls.client()), attempt=0)
+        try:
+            control.wait_for_answer()
+            assert control.command is Command.RUN and control.session_key == rotated
+            control.report(State.RUNNING)
+            wait_for(lambda: host.registry.slot("conn", 0).state is State.RUNNING,  # type: ignore[union-attr]
+                     5, "RUNNING not recorded")
+        finally:
+            control.close()
+        # No client certificate, or one from another CA: refused in the handshake.
+        for cert in (None, (str(pki / "rogue.crt"), str(pki / "rogue.key"))):
+            ctx = ssl.create_default_context(cafile=str(pki / "ca.crt"))
+            if cert is not None:
+                ctx.load_cert_chain(*cert)
+            with pytest.raises((httpx.ConnectError, httpx.ReadError, httpx.RemoteProtocolError)):
+                httpx.get(f"{host.worker_url}/", verify=ctx, timeout=5).raise_for_status()
+        # A client with the CA's client certificate (curl --cert) gets through.
+        ctx = ssl.create_default_context(cafile=str(pki / "ca.crt"))
+        ctx.load_cert_chain(str(pki / "client.crt"), str(pki / "client.key"))
+        assert httpx.get(f"{host.worker_url}/", verify=ctx, timeout=5).status_code == 200
+
+
+def test_without_client_auth_any_client_that_trusts_the_worker_gets_through(
+        pki: Path) -> None:
+    tls = load_rest_tls(https_settings(pki, "none"))
+    with _served(tls) as host:
+        trusting = ssl.create_default_context(cafile=str(pki / "ca.crt"))
+        assert httpx.get(f"{host.worker_url}/", verify=trusting, timeout=5).status_code == 200
+        # A client that does not trust the worker's CA refuses it.
+        with pytest.raises(httpx.ConnectError, match="CERTIFICATE_VERIFY_FAILED"):
+            httpx.get(f"{host.worker_url}/", timeout=5,
+                      verify=ssl.create_default_context(cafile=str(pki / "rogue-ca.crt")))
+        # A slot checks the worker too: trusting another CA, it never connects.
+        rogue = load_rest_tls({**https_settings(pki, "none"),
+                               "listeners.https.ssl.truststore.location":
+                                   str(pki / "rogue-ca.crt"),
+                               "listeners.https.ssl.truststore.type": "PEM"})
+        host.registry.open("conn", generation=5, task_count=1, paused=False)
+        control = SlotControl(_spec(host.worker_url, rest_tls=rogue.client()), attempt=0)
+        try:
+            time.sleep(2)
+            assert host.registry.slot("conn", 0) is None or \
+                not host.registry.slot("conn", 0).connected  # type: ignore[union-attr]
+        finally:
+            control.close()
+
+
+def test_a_plain_channel_never_carries_the_key(pki: Path) -> None:
+    with _served() as host:
+        host.registry = SlotRegistry(lambda c, t, s, tr: None,
+                                     session_key=lambda: (None, signing.key_id(KEY_B64)))
+        host.registry.open("conn", generation=5, task_count=1, paused=False)
+        headers = {HELLO_HEADER: HELLO.to_header(),
+                   **signing.sign_headers(KEY_B64, "HmacSHA256",
+                                          SlotHello.header_body(HELLO.to_header()))}
+        with connect(channel_url(host.worker_url, "conn", 0), additional_headers=headers,
+                     proxy=None, open_timeout=5) as ws:
+            answer = orjson.loads(ws.recv(timeout=5))
+        assert answer["command"] == "run" and answer["session_key"] is None
+        assert answer["session_key_id"] == signing.key_id(KEY_B64)

@@ -127,3 +127,100 @@ characters in the format); the schema refuses line breaks in keys and values. */
       key: {{ .Values.kafka.tls.keystoreSecret.passwordKey }}
 {{- end }}
 {{- end -}}
+
+{{/* The REST API's security (values rest.*). */}}
+{{- define "connect-runtime.restScheme" -}}
+{{- if .Values.rest.tls.secretName }}https{{ else }}http{{ end -}}
+{{- end -}}
+{{- define "connect-runtime.restJaasFile" -}}/etc/connect-runtime/rest-jaas.conf{{- end -}}
+{{- define "connect-runtime.restUsersDir" -}}/etc/connect-runtime/rest-users{{- end -}}
+{{/* Whether the kubelet can probe /health: not when the listener requires a
+client certificate, which kubelet probes never present. */}}
+{{- define "connect-runtime.kubeletCanProbe" -}}
+{{- if and .Values.rest.tls.secretName (eq .Values.rest.tls.clientAuth "required") }}false{{ else }}true{{ end -}}
+{{- end -}}
+
+{{/* Values the schema cannot relate to one another; each message names the value. */}}
+{{- define "connect-runtime.checkRest" -}}
+{{- $tls := .Values.rest.tls -}}
+{{- if and (ne $tls.clientAuth "none") (not $tls.secretName) -}}
+{{- fail (printf "rest.tls.clientAuth=%s needs rest.tls.secretName: client certificates are checked only over HTTPS" $tls.clientAuth) -}}
+{{- end -}}
+{{- if and $tls.secretName (ne $tls.clientAuth "none") (not $tls.keys.ca) -}}
+{{- fail (printf "rest.tls.clientAuth=%s needs rest.tls.keys.ca: the CA that signs the clients' certificates" $tls.clientAuth) -}}
+{{- end -}}
+{{- if and .Values.rest.basicAuth.secretName .Values.metrics.serviceMonitor.enabled (not .Values.metrics.serviceMonitor.basicAuth.secretName) -}}
+{{- fail "metrics.serviceMonitor.basicAuth.secretName is required with rest.basicAuth: /metrics needs a user's password (a Secret with keys username and password)" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Worker keys from rest.tls's Secret (CONNECT_* variables override file keys):
+the PEM certificate chain, its private key and the CA, as Kafka Connect's
+inline PEM keystore and truststore. */}}
+{{- define "connect-runtime.restTlsEnv" -}}
+{{- with .Values.rest.tls }}
+{{- if .secretName }}
+- name: CONNECT_LISTENERS_HTTPS_SSL_KEYSTORE_CERTIFICATE_CHAIN
+  valueFrom:
+    secretKeyRef:
+      name: {{ .secretName }}
+      key: {{ .keys.certificate }}
+- name: CONNECT_LISTENERS_HTTPS_SSL_KEYSTORE_KEY
+  valueFrom:
+    secretKeyRef:
+      name: {{ .secretName }}
+      key: {{ .keys.privateKey }}
+{{- if .keys.ca }}
+- name: CONNECT_LISTENERS_HTTPS_SSL_TRUSTSTORE_CERTIFICATES
+  valueFrom:
+    secretKeyRef:
+      name: {{ .secretName }}
+      key: {{ .keys.ca }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end -}}
+
+{{/* The handler of the three probes: GET /health. The kubelet's HTTPS probes
+check no certificate and present none, so under clientAuth=required the TLS
+handshake would fail and every probe with it: the probe then runs in the
+container instead (healthProbeScript). A tcpSocket probe would get past the
+handshake problem too, but it cannot tell a worker that has joined the cluster
+from one that has not, nor see a dead control thread. */}}
+{{- define "connect-runtime.probeHandler" -}}
+{{- if eq (include "connect-runtime.kubeletCanProbe" .) "true" }}
+httpGet:
+  path: /health
+  port: rest
+  {{- if .Values.rest.tls.secretName }}
+  scheme: HTTPS
+  {{- end }}
+{{- else }}
+exec:
+  command: ["python", "{{ include "connect-runtime.healthProbeFile" . }}"]
+# Python's start, a TLS handshake and /health: more than the default second on
+# a busy node.
+timeoutSeconds: 5
+{{- end }}
+{{- end -}}
+
+{{- define "connect-runtime.healthProbeFile" -}}/etc/connect-runtime/health-probe.py{{- end -}}
+
+{{/* The probe under clientAuth=required: the image's Python calls /health as
+another worker would, with the worker's own certificate from its environment
+(rest_tls.ClientTls, the client side the workers use). Exits non-zero, saying
+why, unless /health answers 200. The chain is checked against the CA, not the
+host name: 127.0.0.1 is not among the certificate's names. */}}
+{{- define "connect-runtime.healthProbeScript" -}}
+import os, sys, urllib.request
+from connect_runtime.config.rest_tls import ClientTls
+pem = {k: os.environ["CONNECT_LISTENERS_HTTPS_SSL_" + k].encode() for k in (
+    "KEYSTORE_CERTIFICATE_CHAIN", "KEYSTORE_KEY", "TRUSTSTORE_CERTIFICATES")}
+tls = ClientTls(trusted=pem["TRUSTSTORE_CERTIFICATES"], check_hostname=False,
+                chain=pem["KEYSTORE_CERTIFICATE_CHAIN"], key=pem["KEYSTORE_KEY"])
+try:
+    urllib.request.urlopen("https://127.0.0.1:{{ .Values.connect.restPort }}/health",
+                           context=tls.context(), timeout=4).close()
+except Exception as e:
+    sys.exit(f"GET /health: {e}")
+{{- end -}}

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import Measurement, Scenario
+from bench.java_limit import run_java_limit
 from bench.limit import run_limit
 
 REPO = Path(__file__).resolve().parents[1]
@@ -61,14 +62,21 @@ def repeat(scenario: Scenario, runs: int, once: Callable[[], Measurement]) -> Sc
 
 
 def limit_scenarios(bootstrap: str, runs: int, n100: int, n1k: int) -> list[Scenario]:
+    """The raw librdkafka producer (group "limit") and Kafka's Java
+    ProducerPerformance (group "limit-java", time-based modes only) per mode."""
     out = []
     for size, n in ((100, n100), (1000, n1k)):
         for label, (every, ms) in MODES.items():
             k = n * long_factor(ms)
             out.append(repeat(Scenario("limit", f"{label}, {size} B"), runs,
                               lambda e=every, m=ms, s=size, k=k: run_limit(bootstrap, k, s, e, m)))
+            if ms is not None:
+                out.append(repeat(Scenario("limit-java", f"{label}, {size} B"), runs,
+                                  lambda m=ms, s=size, k=k: run_java_limit(bootstrap, k, s, m)))
         out.append(repeat(Scenario("limit", f"no txn, {size} B"), runs,
                           lambda s=size, k=n: run_limit(bootstrap, k, s, None, None, False)))
+        out.append(repeat(Scenario("limit-java", f"no txn, {size} B"), runs,
+                          lambda s=size, k=n: run_java_limit(bootstrap, k, s, None, False)))
     return out
 
 
@@ -177,14 +185,16 @@ def _fmt(value: float | None, pattern: str = "{:,.0f}") -> str:
     return "-" if value is None else pattern.format(value)
 
 
-def _limit_for(scenario: Scenario, by_name: dict[str, Scenario]) -> Scenario | None:
-    """The raw producer's scenario with the same transaction sizes and value size."""
+def _limit_for(scenario: Scenario, limits: list[Scenario]) -> Scenario | None:
+    """The faster of the two producers' scenarios (librdkafka, Java) with the same
+    transaction sizes and value size: ratios are against the higher limit."""
     if "latency" in scenario.name:
         return None
     size = "1000 B" if "1000 B" in scenario.name else "100 B"
     for label, (_, _, mode) in BOUNDARIES.items():
         if f" {label}," in scenario.name:
-            return by_name.get(f"{mode}, {size}")
+            same = [s for s in limits if s.name == f"{mode}, {size}" and s.median("records_per_s")]
+            return max(same, key=lambda s: s.median("records_per_s") or 0, default=None)
     return None
 
 
@@ -195,15 +205,18 @@ def _ratio(value: float, reference: Scenario | None) -> str:
 
 def tables(limit: list[Scenario], project: list[Scenario], recovery: Scenario,
            java: list[Scenario], loop: list[Scenario]) -> str:
-    by_name = {s.name: s for s in limit}
     java_by_name = {s.name: s for s in java}
     lines: list[str] = []
     if limit:
-        lines += ["### The limit (raw confluent-kafka producer, 1 partition)", "",
-                  "| mode | records/s | spread | MB/s | rec/txn | CPU s / M records |",
-                  "|---|---|---|---|---|---|"]
-    for s in limit:
-        lines.append(f"| {s.name} | {_fmt(s.median('records_per_s'))} | "
+        lines += ["### The limit (one producer, 1 partition)", "",
+                  "librdkafka: the raw confluent-kafka loop (`bench/limit.py`); Java: Kafka's "
+                  "`ProducerPerformance` (`bench/java_limit.py`, time-based transactions only). "
+                  "Ratios below are against the faster of the two.", "",
+                  "| mode | producer | records/s | spread | MB/s | rec/txn | CPU s / M records |",
+                  "|---|---|---|---|---|---|---|"]
+    for s in sorted(limit, key=lambda s: (s.name, s.group)):
+        producer = "Java" if s.group == "limit-java" else "librdkafka"
+        lines.append(f"| {s.name} | {producer} | {_fmt(s.median('records_per_s'))} | "
                      f"{_fmt(s.spread('records_per_s'), '{:.0%}')} | "
                      f"{_fmt(s.median('mb_per_s'), '{:.1f}')} | "
                      f"{_fmt(s.median('txn_size'))} | "
@@ -216,7 +229,7 @@ def tables(limit: list[Scenario], project: list[Scenario], recovery: Scenario,
     for s in project:
         per_task = (s.median("records_per_s") or 0) / s.tasks
         mb = (s.median("mb_per_s") or 0) / s.tasks
-        ratio = _ratio(per_task, _limit_for(s, by_name))
+        ratio = _ratio(per_task, _limit_for(s, limit))
         vs_java = _ratio(per_task, java_by_name.get(s.name))
         lines.append(
             f"| {s.name} | {per_task:,.0f} | {_fmt(s.spread('records_per_s'), '{:.0%}')} | "
@@ -233,7 +246,7 @@ def tables(limit: list[Scenario], project: list[Scenario], recovery: Scenario,
             lines.append(
                 f"| {s.name} | {_fmt(s.median('records_per_s'))} | "
                 f"{_fmt(s.spread('records_per_s'), '{:.0%}')} | "
-                f"{_ratio(s.median('records_per_s') or 0, _limit_for(s, by_name))} | "
+                f"{_ratio(s.median('records_per_s') or 0, _limit_for(s, limit))} | "
                 f"{_fmt(s.median('txn_size'))} | "
                 f"{_fmt(s.median('cpu_s_per_million'), '{:.1f}')} |")
     if java:
@@ -265,9 +278,13 @@ def plot(limit: list[Scenario], project: list[Scenario], java: list[Scenario]) -
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7, 4.5))
+    def limit_series(group: str) -> list[Scenario]:
+        return [s for s in limit if s.group == group and s.name.endswith(", 100 B")
+                and not s.name.startswith("no txn")]
+
     series = {
-        "raw producer (limit)": [s for s in limit if s.name.endswith(", 100 B")
-                                 and not s.name.startswith("no txn")],
+        "raw librdkafka producer (limit)": limit_series("limit"),
+        "Java ProducerPerformance (limit)": limit_series("limit-java"),
         "this project, sequence": [s for s in project if s.name.startswith("sequence")
                                    and s.name.endswith(", 100 B") and s.tasks == 1],
         "this project, file": [s for s in project if s.name.startswith("file")],

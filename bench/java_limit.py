@@ -1,0 +1,101 @@
+"""The Java limit: Kafka's own ``ProducerPerformance`` writing the same records.
+
+``org.apache.kafka.tools.ProducerPerformance`` (the ``kafka-tools`` jar of the
+broker's version, from Maven Central) with the same value size, one topic
+partition, the same durability (``acks=all``, idempotence, Kafka's default) and
+transactions committed every T milliseconds (``--transaction-duration-ms``; the
+tool has no "every N records" mode, so count-based modes have no Java figure).
+``batch.size`` is 1 MiB, librdkafka's default, instead of Java's 16 KiB: the
+limit is what one producer can do, not what its default tuning does.
+
+The tool times itself (first send to the last commit or flush) and prints one
+summary line; its rate is the figure. The JVM needs about a million records to
+warm up (300,000 records of 100 B ran at 116-159k records/s, 3,000,000 at
+596k), so a run writes at least :data:`MIN_BYTES` of values, whatever the
+scenario's record count. CPU is the JVM's, from the operating
+system, minus that of a one-record run with the same settings (JVM start, JIT,
+``initTransactions``), so it is what the records cost.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import resource
+import subprocess
+import uuid
+from pathlib import Path
+
+from bench.common import Measurement, create_topic
+
+VERSION = "4.1.1"
+REPO = Path(__file__).resolve().parents[1]
+LIBS = REPO / ".cache" / f"kafka-tools-{VERSION}" / "libs"
+POM = REPO / "bench" / "kafka-tools" / "pom.xml"
+MAIN = "org.apache.kafka.tools.ProducerPerformance"
+# "300000 records sent, 612345.1 records/sec (58.40 MB/sec), ..."
+_SUMMARY = re.compile(r"^(\d+) records sent, ([\d.]+) records/sec", re.M)
+# The limit's settings where they differ from Java's defaults (see the module doc).
+MIN_BYTES = 300_000_000
+PRODUCER_PROPS = {"acks": "all", "linger.ms": "5", "batch.size": "1048576",
+                  "buffer.memory": "268435456"}
+
+
+def fetch() -> Path:
+    """The jars, resolved with Maven once and cached in ``.cache/`` (gitignored)."""
+    if not (LIBS / ".complete").exists():
+        LIBS.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["mvn", "-q", "-B", "-f", str(POM), "dependency:copy-dependencies",
+                        f"-DoutputDirectory={LIBS}", "-DincludeScope=runtime"], check=True)
+        (LIBS / ".complete").touch()
+    return LIBS
+
+
+def _run(bootstrap: str, records: int, value_size: int, every_ms: int | None,
+         transactional: bool) -> tuple[float, float]:
+    """(records/s as the tool reports it, CPU seconds of its JVM)."""
+    topic = f"bench-java-limit-{uuid.uuid4().hex[:8]}"
+    create_topic(bootstrap, topic, 1)
+    props = {"bootstrap.servers": bootstrap, **PRODUCER_PROPS}
+    command = ["java", "-Xms512m", "-Xmx1g", "-cp", f"{fetch()}/*", MAIN, "--topic", topic,
+               "--num-records", str(records), "--record-size", str(value_size),
+               "--throughput", "-1",
+               "--producer-props", *(f"{k}={v}" for k, v in props.items())]
+    if transactional:
+        command += ["--transaction-duration-ms", str(every_ms),
+                    "--transactional-id", f"bench-java-{uuid.uuid4().hex[:8]}"]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    summaries = _SUMMARY.findall(done.stdout)
+    if done.returncode != 0 or not summaries:
+        raise RuntimeError(f"ProducerPerformance failed ({done.returncode}):\n"
+                           f"{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
+    sent, rate = summaries[-1]  # the last line is the whole run's
+    if int(sent) != records:
+        raise RuntimeError(f"ProducerPerformance sent {sent} of {records} records")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return float(rate), cpu
+
+
+@functools.cache
+def _fixed_cpu(bootstrap: str, value_size: int, every_ms: int | None,
+               transactional: bool) -> float:
+    """CPU seconds of a one-record run: what every run pays before its records."""
+    return _run(bootstrap, 1, value_size, every_ms, transactional)[1]
+
+
+def run_java_limit(bootstrap: str, records: int, value_size: int, every_ms: int | None,
+                   transactional: bool = True) -> Measurement:
+    """One run of at least ``records`` records (see :data:`MIN_BYTES`); ``every_ms`` is
+    the transaction duration (ignored without transactions)."""
+    if transactional and not every_ms:
+        raise ValueError("ProducerPerformance commits by time only: give every_ms")
+    fixed = _fixed_cpu(bootstrap, value_size, every_ms, transactional)
+    records = max(records, MIN_BYTES // value_size)
+    rate, cpu = _run(bootstrap, records, value_size, every_ms, transactional)
+    seconds = records / rate
+    # The tool does not count its commits: one per transaction duration, at least one.
+    transactions = max(1, round(seconds * 1000 / every_ms)) if transactional and every_ms else 1
+    return Measurement(records=records, value_size=value_size, seconds=seconds,
+                       cpu_seconds=max(0.0, cpu - fixed), transactions=transactions)

@@ -27,6 +27,7 @@ import uuid
 from pathlib import Path
 
 from bench.common import Measurement, create_topic
+from bench.kafka_connect import maven_jars
 
 VERSION = "4.1.1"
 REPO = Path(__file__).resolve().parents[1]
@@ -42,13 +43,9 @@ PRODUCER_PROPS = {"acks": "all", "linger.ms": "5", "batch.size": "1048576",
 
 
 def fetch() -> Path:
-    """The jars, resolved with Maven once and cached in ``.cache/`` (gitignored)."""
-    if not (LIBS / ".complete").exists():
-        LIBS.mkdir(parents=True, exist_ok=True)
-        subprocess.run(["mvn", "-q", "-B", "-f", str(POM), "dependency:copy-dependencies",
-                        f"-DoutputDirectory={LIBS}", "-DincludeScope=runtime"], check=True)
-        (LIBS / ".complete").touch()
-    return LIBS
+    """The kafka-tools jars, resolved with Maven once and cached (the tests' helper
+    that fetches Kafka Connect's)."""
+    return maven_jars(POM, LIBS)
 
 
 def _run(bootstrap: str, records: int, value_size: int, every_ms: int | None,

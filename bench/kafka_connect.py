@@ -13,6 +13,6 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO / "tests"), str(REPO / "tests" / "e2e")]
-from java_connect import CONNECTOR_CLASS, VERSION, JavaWorker, fetch  # noqa: E402
+from java_connect import CONNECTOR_CLASS, VERSION, JavaWorker, fetch, maven_jars  # noqa: E402
 
-__all__ = ["CONNECTOR_CLASS", "VERSION", "JavaWorker", "fetch"]
+__all__ = ["CONNECTOR_CLASS", "VERSION", "JavaWorker", "fetch", "maven_jars"]

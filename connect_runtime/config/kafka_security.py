@@ -88,7 +88,6 @@ _STORE_KEYS = frozenset({
 # Kafka's default store type. Java 9+ also reads a PKCS#12 file through a "JKS"
 # keystore (keystore.type.compat), so a JKS-typed file is sniffed before refusing it.
 _DEFAULT_STORE_TYPE = "JKS"
-_JKS_MAGIC = b"\xfe\xed\xfe\xed"
 
 _PLAIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
 _SCRAM_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"
@@ -202,11 +201,18 @@ def _store_type(b: _Builder, keys: Mapping[str, str], inherited: Mapping[str, st
     except OSError as e:
         raise ConfigException(f"cannot read the {kind} file: {e.strerror}",
                               name=b.name(location_key), value=path) from e
+    return store_format(head)
+
+
+def store_format(head: bytes) -> str:
+    """A key or trust store's format from its first bytes: ``PEM``, ``PKCS12`` (a DER
+    SEQUENCE, which Java also reads when told ``JKS``), ``JKS``, ``JCEKS`` or
+    ``unknown``."""
     if head.lstrip().startswith(b"-----BEGIN"):
         return "PEM"
-    if head[:1] == b"\x30":  # DER SEQUENCE: a PKCS#12 file, which Java reads as "JKS" too
+    if head[:1] == b"\x30":
         return "PKCS12"
-    return _DEFAULT_STORE_TYPE if head[:4] == _JKS_MAGIC else "unknown"
+    return {b"\xfe\xed\xfe\xed": "JKS", b"\xce\xce\xce\xce": "JCEKS"}.get(head[:4], "unknown")
 
 
 def _truststore(b: _Builder, keys: Mapping[str, str], inherited: Mapping[str, str]) -> None:

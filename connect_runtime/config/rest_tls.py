@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from connect_runtime.config.kafka_security import store_format
 from connect_runtime.errors import ConfigException
 
 HTTPS_PREFIX = "listeners.https."
@@ -58,7 +59,6 @@ _KEYS = ("ssl.keystore.type", "ssl.keystore.location", "ssl.keystore.password",
          "ssl.truststore.certificates", "ssl.client.auth", "ssl.enabled.protocols",
          "ssl.cipher.suites", "ssl.endpoint.identification.algorithm")
 _PEM_BLOCK = re.compile(rb"-----BEGIN ([A-Z0-9 ]+)-----(.*?)-----END \1-----", re.S)
-_JKS_MAGIC = (b"\xfe\xed\xfe\xed", b"\xce\xce\xce\xce")  # JKS, JCEKS
 _VERSIONS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3}
 
 
@@ -235,14 +235,13 @@ class _Loader:
     def _kind(self, data: bytes, location_key: str, type_key: str) -> str:
         """PEM or PKCS12, from the content; JKS and anything else is refused."""
         declared = (self.keys.get(type_key) or "").strip().upper()
-        if data.lstrip().startswith(b"-----BEGIN"):
-            return "PEM"
-        if data[:1] == b"\x30":  # DER SEQUENCE: PKCS#12, which Java also reads when told "JKS"
-            return "PKCS12"
-        if data[:4] in _JKS_MAGIC:
+        found = store_format(data[:64])
+        if found in ("PEM", "PKCS12"):
+            return found
+        if found in ("JKS", "JCEKS"):
             path = self.keys[location_key]
             raise self.error(location_key, (
-                f"a {'JCEKS' if data[:4] == _JKS_MAGIC[1] else 'JKS'} store cannot be read "
+                f"a {found} store cannot be read "
                 f"outside a JVM; convert it to PKCS12 with keytool -importkeystore "
                 f"-srckeystore {path} -destkeystore {path}.p12 -deststoretype PKCS12, or use "
                 f"PEM ({self.prefix}{type_key}=PEM)"))

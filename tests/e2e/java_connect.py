@@ -32,13 +32,19 @@ POM = REPO / "bench" / "kafka-connect" / "pom.xml"
 
 
 def fetch() -> Path:
-    """The jars, resolved with Maven once and cached in ``.cache/`` (gitignored)."""
-    if not (LIBS / ".complete").exists():
-        LIBS.mkdir(parents=True, exist_ok=True)
-        subprocess.run(["mvn", "-q", "-B", "-f", str(POM), "dependency:copy-dependencies",
-                        f"-DoutputDirectory={LIBS}", "-DincludeScope=runtime"], check=True)
-        (LIBS / ".complete").touch()
-    return LIBS
+    """Kafka Connect's jars (:func:`maven_jars` of ``bench/kafka-connect/pom.xml``)."""
+    return maven_jars(POM, LIBS)
+
+
+def maven_jars(pom: Path, libs: Path) -> Path:
+    """The runtime jars of ``pom``'s dependencies, resolved with Maven once and
+    cached in ``libs`` (under ``.cache/``, gitignored)."""
+    if not (libs / ".complete").exists():
+        libs.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["mvn", "-q", "-B", "-f", str(pom), "dependency:copy-dependencies",
+                        f"-DoutputDirectory={libs}", "-DincludeScope=runtime"], check=True)
+        (libs / ".complete").touch()
+    return libs
 
 
 class JavaWorker:

@@ -25,7 +25,7 @@ import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-LOOP_FRAME = "ExactlyOnceTaskLoop.run"
+LOOP_FRAME = "TaskLoop.run"
 
 
 def py_spy() -> str | None:

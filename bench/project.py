@@ -91,10 +91,12 @@ def _delete(worker: Any, name: str) -> None:
 
 
 def sequence_config(tasks: int, records: int, value_size: int, boundary: str,
-                    size_or_ms: int, rate: float = 0) -> dict[str, str]:
+                    size_or_ms: int, rate: float = 0, emit_batches: bool = True,
+                    ) -> dict[str, str]:
     return {"connector.class": "SequenceSourceConnector", "tasks.max": str(tasks),
             "partitions": str(tasks), "max.records": str(records // tasks),
             "record.size.bytes": str(value_size), "rate.per.sec": str(rate),
+            "emit.batches": str(emit_batches).lower(),
             **boundary_config(boundary, size_or_ms, interval_batch=1000)}
 
 

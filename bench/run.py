@@ -46,6 +46,11 @@ BOUNDARIES: dict[str, tuple[str, int, str]] = {
 }
 
 
+# Scenario suffix of the sequence connector with emit.batches=false: the plain
+# SourceRecord path, next to the same scenario with RecordBatch columns.
+RECORDS_FORM = "SourceRecords"
+
+
 def long_factor(interval_ms: int | None) -> int:
     """Scenarios with 1 s transactions get 5x the records, so they span several
     transactions instead of measuring one commit wait."""
@@ -88,14 +93,18 @@ def project_scenarios(bootstrap: str, runs: int, n100: int, n1k: int,
     out: list[Scenario] = []
     try:
         def seq(name: str, tasks: int, n: int, size: int, boundary: str, value: int,
-                rate: float = 0, hint: int = 1) -> Scenario:
+                rate: float = 0, hint: int = 1, batches: bool = True) -> Scenario:
             return repeat(Scenario("project", name, tasks), runs, lambda: run_connector(
-                worker, sequence_config(tasks, n, size, boundary, value, rate), n, tasks, size,
-                hint))
+                worker, sequence_config(tasks, n, size, boundary, value, rate, batches), n,
+                tasks, size, hint))
 
         for label, (boundary, value, _) in BOUNDARIES.items():
             hint, k = _transactions_and_records(boundary, value, n100)
             out.append(seq(f"sequence {label}, 100 B", 1, k, 100, boundary, value, hint=hint))
+        # The same connector returning one SourceRecord per record: what batches buy.
+        hint, k = _transactions_and_records("interval", 100, n100)
+        out.append(seq(f"sequence interval 100 ms, 100 B, {RECORDS_FORM}", 1, k, 100,
+                       "interval", 100, hint=hint, batches=False))
         for label in ("poll 1,000", "poll 10,000"):
             boundary, value, _ = BOUNDARIES[label]
             out.append(seq(f"sequence {label}, 1000 B", 1, n1k, 1000, boundary, value,
@@ -134,6 +143,9 @@ def loop_scenarios(bootstrap: str, runs: int, n100: int) -> list[Scenario]:
             out.append(repeat(Scenario("loop", f"{connector} {label}, 100 B"), runs,
                               lambda c=connector, b=boundary, v=value: run_loop(
                                   bootstrap, c, b, v, 2 * n100, 100)))
+    out.append(repeat(Scenario("loop", f"sequence interval 100 ms, 100 B, {RECORDS_FORM}"),
+                      runs, lambda: run_loop(bootstrap, "sequence", "interval", 100, 2 * n100,
+                                             100, emit_batches=False)))
     return out
 
 
@@ -320,6 +332,10 @@ def main(argv: list[str] | None = None) -> int:
     def wanted(part: str) -> bool:
         return args.only in (None, part)
 
+    from bench.limit import warm_up
+
+    print("warming the broker up (40 s of transactional writes, not measured)", flush=True)
+    warm_up(args.bootstrap_server)
     limit = limit_scenarios(args.bootstrap_server, args.runs, n100, n1k) \
         if wanted("limit") else []
     loop = loop_scenarios(args.bootstrap_server, args.runs, n100) if wanted("loop") else []

@@ -65,11 +65,15 @@ def _stop_after(loop: ExactlyOnceTaskLoop, records: int) -> None:
 
 
 def make_task(connector: str, topic: str, records: int, value_size: int, batch: int,
-              workdir: Path) -> SourceTask:
+              workdir: Path, emit_batches: bool = True) -> SourceTask:
+    """A started task; ``emit_batches=False`` makes the sequence task return one
+    SourceRecord per record instead of RecordBatch columns (the file task always
+    returns batches)."""
     task: SourceTask
     if connector == "sequence":
         config = {"topic": topic, "batch.size": str(batch), "max.records": str(records),
-                  "record.size.bytes": str(value_size), TASK_PARTITIONS: "0", TASK_ID: "0"}
+                  "record.size.bytes": str(value_size), TASK_PARTITIONS: "0", TASK_ID: "0",
+                  "emit.batches": str(emit_batches).lower()}
         task = SequenceSourceTask()
     else:
         path = workdir / "input.txt"
@@ -82,7 +86,7 @@ def make_task(connector: str, topic: str, records: int, value_size: int, batch: 
 
 
 def run_loop(bootstrap: str, connector: str, boundary: str, size: int, records: int,
-             value_size: int) -> Measurement:
+             value_size: int, emit_batches: bool = True) -> Measurement:
     """One run: ``records`` records of ``value_size`` bytes through the loop."""
     suffix = uuid.uuid4().hex[:8]
     topic, offsets = f"bench-loop-{suffix}", f"bench-loop-offsets-{suffix}"
@@ -90,7 +94,7 @@ def run_loop(bootstrap: str, connector: str, boundary: str, size: int, records: 
     create_topic(bootstrap, offsets, 1)
     with tempfile.TemporaryDirectory() as tmp:
         batch = size if boundary == "poll" else 1000
-        task = make_task(connector, topic, records, value_size, batch, Path(tmp))
+        task = make_task(connector, topic, records, value_size, batch, Path(tmp), emit_batches)
         producer = Producer({"bootstrap.servers": bootstrap, **COMMON,
                              "transaction.timeout.ms": 60_000,
                              "transactional.id": f"bench-loop-{suffix}"})
@@ -128,10 +132,12 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--value-size", type=int, default=100)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--records-form", action="store_true",
+                        help="sequence: one SourceRecord per record instead of RecordBatch")
     args = parser.parse_args()
     for i in range(args.runs):
         m = run_loop(args.bootstrap_server, args.connector, args.boundary, args.size,
-                     args.records, args.value_size)
+                     args.records, args.value_size, not args.records_form)
         print(f"{args.connector} {args.boundary} {args.size}, {args.value_size} B, run {i + 1}: "
               f"{m.records_per_s:,.0f} records/s, {m.cpu_s_per_million:.2f} CPU s / M records, "
               f"{m.txn_size:,.0f} records/transaction", flush=True)

@@ -26,7 +26,7 @@ from connect_runtime.api.connector import (
     ExactlyOnceSupport,
     SourceConnector,
 )
-from connect_runtime.api.record import RecordMetadata, SourceRecord
+from connect_runtime.api.record import RecordBatch, RecordMetadata, SourceRecord
 from connect_runtime.api.schema import Field, Schema, SchemaType, Struct, schema_of
 from connect_runtime.api.task import (
     OffsetStorageReader,
@@ -65,6 +65,7 @@ __all__ = [
     "OffsetStorageReader",
     "Predicate",
     "Range",
+    "RecordBatch",
     "RecordMetadata",
     "RetriableException",
     "Schema",

@@ -19,7 +19,9 @@ plus several files spread over tasks:
   the byte position of the line.
 
 Reading is by chunks of up to 1 MiB; one poll returns at most ``batch.size``
-lines, taken from the task's files in turn.
+lines, taken from the task's files in turn, as
+:class:`~connect_runtime.api.record.RecordBatch` columns: one per block of
+lines read, with the position after its last line as its offset.
 """
 
 from __future__ import annotations
@@ -42,8 +44,8 @@ from connect_runtime import (
     InvalidOffsetException,
     NonEmptyString,
     Range,
+    RecordBatch,
     SourceConnector,
-    SourceRecord,
     SourceTask,
     Type,
     __version__,
@@ -205,15 +207,16 @@ class FileStreamSourceTask(SourceTask):
         self._inputs = [_Input(p, _position(p, committed.get(p))) for p in paths]
         self._cursor = 0
 
-    def poll(self) -> list[SourceRecord] | None:
-        batch: list[SourceRecord] = []
+    def poll(self) -> list[RecordBatch] | None:
+        batch: list[RecordBatch] = []
         with self._lock:
+            room = self._batch_size
             for _ in range(len(self._inputs)):
-                if self._stopping.is_set() or len(batch) >= self._batch_size:
+                if self._stopping.is_set() or room <= 0:
                     break
                 source = self._inputs[self._cursor]
                 self._cursor = (self._cursor + 1) % len(self._inputs)
-                self._read_lines(source, batch)
+                room -= self._read_lines(source, batch, room)
         if not batch:
             self._stopping.wait(self._idle_s)
             return None
@@ -237,26 +240,28 @@ class FileStreamSourceTask(SourceTask):
             source.file.seek(source.position)
         return source.file
 
-    def _read_lines(self, source: _Input, batch: list[SourceRecord]) -> None:
-        """Append ``source``'s next complete lines to ``batch``, up to ``batch.size``.
+    def _read_lines(self, source: _Input, batch: list[RecordBatch], room: int) -> int:
+        """Append ``source``'s next complete lines to ``batch``, at most ``room``, as
+        one RecordBatch per block read; returns how many lines it appended.
 
         Works a block of lines at a time with C-level splits, sums and decodes:
-        this is the connector's whole per-line cost, so no Python loop runs per line
-        except the one building the records.
+        this is the connector's whole per-line cost, so no Python loop runs per
+        line. Each block's offset is per batch, the position after its last line
+        (a batch is never split across transactions, so that is exact).
         """
         if self._stopping.is_set():
-            return
+            return 0
         f = self._open(source)
         if f is None:
-            return
-        room = self._batch_size - len(batch)
+            return 0
+        wanted = room
         while room > 0:
             data = source.buffer
             last = data.rfind(b"\n")
             if last < 0:
                 chunk = f.read(CHUNK_BYTES)
                 if not chunk:
-                    return
+                    return wanted - room
                 source.buffer = data + chunk
                 continue
             raw = data[:last].split(b"\n", room)
@@ -266,12 +271,12 @@ class FileStreamSourceTask(SourceTask):
             ends = list(map(operator.add, itertools.accumulate(map(len, raw)),
                             range(source.position + 1, source.position + len(raw) + 1)))
             lines = self._decode(source, raw, ends)
-            part, topic = source.source_partition, self._topic
-            batch.extend([SourceRecord(part, {POSITION_FIELD: end}, topic, line)
-                          for line, end in zip(lines, ends, strict=True)])
+            batch.append(RecordBatch(self._topic, lines, source_partition=source.source_partition,
+                                     source_offset={POSITION_FIELD: ends[-1]}))
             source.buffer = data[ends[-1] - source.position:]
             source.position = ends[-1]
             room -= len(raw)
+        return wanted - room
 
     def _decode(self, source: _Input, raw: list[bytes], ends: list[int]) -> list[str]:
         """The lines of ``raw`` as text, without a trailing ``\\r``."""

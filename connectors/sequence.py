@@ -10,6 +10,11 @@ The connector splits ``partitions`` source partitions ``{"sequence.partition": k
   task resumes exactly after the last committed record;
 * timestamp: when the batch was created (epoch ms).
 
+A poll returns :class:`~connect_runtime.api.record.RecordBatch` columns, one per
+run of one partition's records, each with the seq after its last row as its
+offset; with ``emit.batches=false``, one ``SourceRecord`` per record, each with
+its own offset (the same records reach Kafka; the benchmarks compare the two).
+
 A verifier reading the topic with ``read_committed`` can therefore check that
 every seq of every partition appears exactly once (up to ``max.records``).
 
@@ -40,6 +45,7 @@ from connect_runtime import (
     InvalidOffsetException,
     NonEmptyString,
     Range,
+    RecordBatch,
     SourceConnector,
     SourceRecord,
     SourceTask,
@@ -57,6 +63,7 @@ MAX_RECORDS = "max.records"
 COMMIT_EVERY_RECORDS = "commit.every.records"
 ABORT_EVERY_TRANSACTIONS = "abort.every.transactions"
 POLL_IDLE_MS = "poll.idle.ms"
+EMIT_BATCHES = "emit.batches"
 
 TASK_PARTITIONS = "sequence.partitions"
 TASK_ID = "task.id"
@@ -84,6 +91,9 @@ CONFIG_DEF = (
             "partition; 0 means never.")
     .define(POLL_IDLE_MS, Type.INT, 100, Range.at_least(1), Importance.LOW,
             "Longest a poll blocks when there is nothing to emit (rate limit or max.records).")
+    .define(EMIT_BATCHES, Type.BOOLEAN, True, importance=Importance.LOW,
+            documentation="Return RecordBatch columns (true) or one SourceRecord per record "
+            "(false, each with its own offset); the same records reach Kafka either way.")
 )
 
 _TASK_CONFIG_DEF = CONFIG_DEF.merged(
@@ -207,6 +217,7 @@ class SequenceSourceTask(SourceTask):
         self._commit_every: int = values[COMMIT_EVERY_RECORDS]
         self._abort_every: int = values[ABORT_EVERY_TRANSACTIONS]
         self._idle_s: float = values[POLL_IDLE_MS] / 1000
+        self._batches: bool = values[EMIT_BATCHES]
         self._task_id: int = values[TASK_ID]
         self._parts = self._resume(_partition_numbers(values[TASK_PARTITIONS]))
         self._pad = "x" * max(0, values[RECORD_SIZE_BYTES] - self._value_overhead())
@@ -236,7 +247,7 @@ class SequenceSourceTask(SourceTask):
             states.append(_Partition(k, seq))
         return states
 
-    def poll(self) -> list[SourceRecord] | None:
+    def poll(self) -> list[SourceRecord | RecordBatch] | None:
         if self._stopping.is_set():
             return None
         if self._current() is None:  # every partition reached max.records
@@ -245,20 +256,22 @@ class SequenceSourceTask(SourceTask):
         budget = self._budget()
         if budget < 1:
             return None
-        batch: list[SourceRecord] = []
+        batch: list[SourceRecord | RecordBatch] = []
+        emitted = 0
         now_ms = time.time_ns() // 1_000_000
-        while len(batch) < budget:
+        while emitted < budget:
             part = self._current()
             if part is None:
                 break
-            before = len(batch)
-            boundary = self._emit(part, budget - before, batch, now_ms)
+            before = part.next
+            boundary = self._emit(part, budget - emitted, batch, now_ms)
             if boundary or self._txn is None:
                 self._cursor = (self._cursor + 1) % len(self._parts)
-            if len(batch) == before:
+            if part.next == before:
                 break
+            emitted += part.next - before
         if self._rate > 0:
-            self._rate_t += len(batch) / self._rate
+            self._rate_t += emitted / self._rate
         return batch or None
 
     def _current(self) -> _Partition | None:
@@ -289,8 +302,10 @@ class SequenceSourceTask(SourceTask):
         # The epsilon keeps float error from turning "exactly one token" into zero.
         return min(self._batch_size, int(allowed + 1e-9))
 
-    def _emit(self, part: _Partition, n: int, batch: list[SourceRecord], ts: int) -> bool:
-        """Append up to ``n`` records of ``part``; True if they end a connector transaction.
+    def _emit(self, part: _Partition, n: int, batch: list[SourceRecord | RecordBatch],
+              ts: int) -> bool:
+        """Append up to ``n`` records of ``part`` as one RecordBatch (its offset: the
+        seq after its last row); True if they end a connector transaction.
 
         With a transaction context a run never crosses a group boundary, so each
         transaction holds exactly one group of one partition.
@@ -304,20 +319,30 @@ class SequenceSourceTask(SourceTask):
             end = min(end, (start // self._commit_every + 1) * self._commit_every)
         if end <= start:
             return False
-        topic, key, spart = self._topic, part.key, part.source_partition
-        k, task, pad = part.k, self._task_id, self._pad
-        # Positional: partition, offset, topic, value, key, partition, headers, timestamp.
-        batch.extend([SourceRecord(spart, {OFFSET_FIELD: seq + 1}, topic,
-                                   {"partition": k, "seq": seq, "task": task, "pad": pad},
-                                   key, None, None, ts)
-                      for seq in range(start, end)])
+        k, task, pad, n = part.k, self._task_id, self._pad, end - start
+        last: SourceRecord | RecordBatch
+        if self._batches:
+            last = RecordBatch(self._topic,
+                               [{"partition": k, "seq": seq, "task": task, "pad": pad}
+                                for seq in range(start, end)],
+                               keys=[part.key] * n, source_partition=part.source_partition,
+                               source_offset={OFFSET_FIELD: end}, timestamps=[ts] * n)
+            batch.append(last)
+        else:
+            topic, key, spart = self._topic, part.key, part.source_partition
+            # Positional: partition, offset, topic, value, key, partition, headers, timestamp.
+            batch.extend([SourceRecord(spart, {OFFSET_FIELD: seq + 1}, topic,
+                                       {"partition": k, "seq": seq, "task": task, "pad": pad},
+                                       key, None, None, ts)
+                          for seq in range(start, end)])
+            last = batch[-1]
         part.next = end
         if txn is None or (end % self._commit_every and end != self._max_records):
             return False
         if expected_aborted(end - 1, self._commit_every, self._abort_every):
-            txn.abort_transaction(batch[-1])
+            txn.abort_transaction(last)
         else:
-            txn.commit_transaction(batch[-1])
+            txn.commit_transaction(last)
         return True
 
     def stop(self) -> None:

@@ -16,7 +16,7 @@ EXPECTED = {
     "ConnectorTransactionBoundaries", "DataException", "ExactlyOnceSupport", "Field",
     "Importance",
     "InvalidOffsetException", "NonEmptyString", "OffsetStorageReader", "Predicate", "Range",
-    "RecordMetadata", "RetriableException", "Schema", "SchemaType",
+    "RecordBatch", "RecordMetadata", "RetriableException", "Schema", "SchemaType",
     "SourceConnector", "SourceRecord", "SourceTask",
     "SourceTaskContext", "Struct", "TransactionContext", "Transformation", "Type",
     "ValidString", "Validator", "Width", "__version__", "schema_of",

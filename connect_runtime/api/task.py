@@ -19,11 +19,12 @@ Task configs travel from the driver to a Spark executor, so they are plain
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from connect_runtime.api.record import (
+        RecordBatch,
         RecordMetadata,
         SourcePartition,
         SourceRecord,
@@ -61,6 +62,9 @@ class TransactionContext(Protocol):
       batch returned by ``poll`` has been sent.
     * ``commit_transaction(record)`` / ``abort_transaction(record)`` act right
       after that record is sent: it is the last record of the transaction.
+      ``record`` may be a :class:`~connect_runtime.api.record.RecordBatch` the
+      task returns: the transaction then ends after the batch's last row (a
+      batch is never split across transactions).
     * Records of an aborted transaction are never visible to ``read_committed``
       consumers, but their source offsets are committed with the next
       transaction so the task is not handed them again (Kafka Connect's rule).
@@ -68,11 +72,11 @@ class TransactionContext(Protocol):
       :class:`~connect_runtime.errors.ConnectError`.
     """
 
-    def commit_transaction(self, record: SourceRecord | None = None) -> None:
+    def commit_transaction(self, record: SourceRecord | RecordBatch | None = None) -> None:
         """Commit after the next batch, or right after ``record`` (see above)."""
         ...
 
-    def abort_transaction(self, record: SourceRecord | None = None) -> None:
+    def abort_transaction(self, record: SourceRecord | RecordBatch | None = None) -> None:
         """Abort after the next batch, or right after ``record`` (see above)."""
         ...
 
@@ -121,8 +125,14 @@ class SourceTask(ABC):
         """Open resources. Read ``self.context.offset_storage_reader`` to resume."""
 
     @abstractmethod
-    def poll(self) -> list[SourceRecord] | None:
+    def poll(self) -> Sequence[SourceRecord | RecordBatch] | None:
         """Return the next batch, or None/empty when nothing is ready.
+
+        Items are :class:`~connect_runtime.api.record.SourceRecord` objects or
+        :class:`~connect_runtime.api.record.RecordBatch` columns, in any mix; the
+        framework sends them in order, and a batch is never split across
+        transactions. A task producing many records per poll returns batches:
+        they skip the per-record objects and are encoded column by column.
 
         Should block briefly (not spin) when idle. An exception fails the task;
         records of the open transaction are then aborted, never made visible.

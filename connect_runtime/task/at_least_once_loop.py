@@ -60,14 +60,17 @@ from __future__ import annotations
 import functools
 import logging
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Self
 
 from confluent_kafka import KafkaException
 
+from connect_runtime.api.record import RecordBatch
 from connect_runtime.errors import ConnectError, translate_kafka_error
 from connect_runtime.protocol.task_spec import TaskMode
 from connect_runtime.storage.offsets.format import serialize_value
+from connect_runtime.task.batches import check, expand, has_batches, segments
 from connect_runtime.task.loop import LoopDeps, Outcome, TaskLoop
 from connect_runtime.task.submitted_records import SubmittedRecords
 
@@ -165,12 +168,39 @@ class AtLeastOnceTaskLoop(TaskLoop):
 
     # --------------------------------------------------------------- sending
 
-    def _send_batch(self, batch: list[SourceRecord]) -> None:
-        """Step 1 for one batch. Stops at once if an earlier record already failed."""
+    def _send_batch(self, batch: Sequence[Any]) -> int:
+        """Step 1 for one polled list. Stops at once if an earlier record already failed.
+
+        A :class:`~connect_runtime.api.record.RecordBatch` is sent row by row,
+        each row tracked for delivery; with a per-batch offset only its last row
+        carries the offset, so it becomes committable only once every row of the
+        batch is acknowledged.
+        """
         self._raise_if_delivery_failed()
+        if has_batches(batch):
+            count = 0
+            for segment in segments(batch, self.label):
+                if type(segment) is list:
+                    self._send_records(segment)
+                    count += len(segment)
+                    continue
+                assert isinstance(segment, RecordBatch)
+                check(segment, self.label)
+                rows = expand(segment)
+                self._send_records(rows, carries_from=(
+                    0 if segment.source_offsets is not None else len(rows) - 1))
+                count += len(rows)
+            return count
+        self._send_records(batch)
+        return len(batch)
+
+    def _send_records(self, batch: Sequence[SourceRecord], carries_from: int = 0) -> None:
+        """Track and send each record; only records from index ``carries_from`` on
+        carry their offset (the rows of a per-batch-offset RecordBatch before its
+        last one do not)."""
         track, send = self._submitted.track, self._sender.send
-        for record in batch:
-            tracker = track(record)
+        for index, record in enumerate(batch):
+            tracker = track(record, index >= carries_from)
             try:
                 sent = send(record, tracker)
             except BaseException:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from connect_runtime.errors import ConnectError
 
 if TYPE_CHECKING:
-    from connect_runtime.api.record import SourceRecord
+    from connect_runtime.api.record import RecordBatch, SourceRecord
 
 
 class Decision(Enum):
@@ -30,22 +30,24 @@ class TaskTransactionContext:
     """The :class:`~connect_runtime.api.task.TransactionContext` handed to tasks.
 
     Record-level requests are keyed by the record's identity: the record must be
-    one the task returns from ``poll`` (records compare by identity). Batch-level
+    one the task returns from ``poll`` (records compare by identity), or a
+    :class:`~connect_runtime.api.record.RecordBatch` it returns, which ends the
+    transaction after the batch's last row. Batch-level
     requests apply after the batch being, or next to be, returned by ``poll``.
     """
 
     def __init__(self) -> None:
         self._batch: Decision = Decision.NONE
         # id(record) -> (record, decision); the record is kept so its id stays unique.
-        self._records: dict[int, tuple[SourceRecord, Decision]] = {}
+        self._records: dict[int, tuple[SourceRecord | RecordBatch, Decision]] = {}
 
-    def commit_transaction(self, record: SourceRecord | None = None) -> None:
+    def commit_transaction(self, record: SourceRecord | RecordBatch | None = None) -> None:
         self._request(record, Decision.COMMIT)
 
-    def abort_transaction(self, record: SourceRecord | None = None) -> None:
+    def abort_transaction(self, record: SourceRecord | RecordBatch | None = None) -> None:
         self._request(record, Decision.ABORT)
 
-    def _request(self, record: SourceRecord | None, decision: Decision) -> None:
+    def _request(self, record: SourceRecord | RecordBatch | None, decision: Decision) -> None:
         if record is None:
             if self._batch not in (Decision.NONE, decision):
                 raise ConnectError(
@@ -58,7 +60,7 @@ class TaskTransactionContext:
         if previous is not None and previous[1] is not decision:
             raise ConnectError(
                 f"The task asked both to commit and to abort the transaction after the same "
-                f"record (topic {record.topic!r}, offset {record.source_offset!r})"
+                f"record (topic {record.topic!r}, offset {_offset_of(record)!r})"
             )
         self._records[id(record)] = (record, decision)
 
@@ -66,7 +68,7 @@ class TaskTransactionContext:
     def has_record_requests(self) -> bool:
         return bool(self._records)
 
-    def take_record_decision(self, record: SourceRecord) -> Decision:
+    def take_record_decision(self, record: SourceRecord | RecordBatch) -> Decision:
         """The decision requested after ``record`` (consumed), or NONE."""
         entry = self._records.pop(id(record), None)
         return Decision.NONE if entry is None else entry[1]
@@ -92,7 +94,7 @@ class BoundaryPolicy:
     def transaction_began(self) -> None:
         self._deadline = time.monotonic() + self.interval_s
 
-    def after_record(self, record: SourceRecord) -> Decision:
+    def after_record(self, record: SourceRecord | RecordBatch) -> Decision:
         """Called after each record is sent; only connector boundaries end mid-batch."""
         ctx = self.context
         if ctx is None or not ctx.has_record_requests:
@@ -121,3 +123,7 @@ class BoundaryPolicy:
         if self.context is None:
             return Decision.COMMIT
         return self.context.take_batch_decision()
+
+
+def _offset_of(record: SourceRecord | RecordBatch) -> object:
+    return getattr(record, "last_offset", None) or record.source_offset

@@ -32,10 +32,11 @@ from __future__ import annotations
 import logging
 import operator
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Self
 
+from connect_runtime.api.record import RecordBatch
 from connect_runtime.errors import (
     ConnectError,
     KafkaClientError,
@@ -48,6 +49,7 @@ from connect_runtime.storage.offsets.format import (
     serialize_value,
     validate_partition_or_offset,
 )
+from connect_runtime.task.batches import check, expand, has_batches, offset_carrier, segments
 from connect_runtime.task.boundaries import BoundaryPolicy, Decision
 from connect_runtime.task.loop import LoopDeps, Outcome, TaskLoop
 
@@ -197,7 +199,9 @@ class ExactlyOnceTaskLoop(TaskLoop):
 
     # --------------------------------------------------------------- sending
 
-    def _send_batch(self, batch: list[SourceRecord]) -> None:
+    def _send_batch(self, batch: Sequence[Any]) -> int:
+        if has_batches(batch):
+            return self._send_items(batch)
         if self.boundary.context is None and not self._wants_metadata:
             # The common case: the batch goes out whole, inside one transaction.
             if not self._in_txn:
@@ -208,7 +212,14 @@ class ExactlyOnceTaskLoop(TaskLoop):
             if self.metrics is not None:
                 self.metrics.written += sent
                 self.metrics.set_active(self._txn_size)
-            return
+            return len(batch)
+        self._send_records(batch)
+        if self.metrics is not None:
+            self.metrics.set_active(self._txn_size)
+        return len(batch)
+
+    def _send_records(self, batch: Sequence[SourceRecord]) -> None:
+        """Record by record: connector-defined boundaries, tasks that want metadata."""
         after_record = self.boundary.after_record
         connector_boundary = self.boundary.context is not None
         for record in batch:
@@ -217,8 +228,61 @@ class ExactlyOnceTaskLoop(TaskLoop):
                 decision = after_record(record)
                 if decision is not Decision.NONE:
                     self._end_transaction(decision)
+
+    def _send_items(self, items: Sequence[Any]) -> int:
+        """A poll holding :class:`RecordBatch` items: runs of records as above, each
+        batch whole, inside the open transaction. A batch is never split: a
+        connector-defined boundary is asked about it after its last row (the task
+        names the batch itself in ``commit_transaction(batch)``)."""
+        count = 0
+        for segment in segments(items, self.label):
+            if type(segment) is list:
+                if self.boundary.context is None and not self._wants_metadata:
+                    if not self._in_txn:
+                        self._begin()
+                    sent = self._sender.send_batch(segment)
+                    self._txn_size += sent
+                    self._track_offsets(segment)
+                    if self.metrics is not None:
+                        self.metrics.written += sent
+                else:
+                    self._send_records(segment)
+                count += len(segment)
+                continue
+            assert isinstance(segment, RecordBatch)
+            count += self._send_record_batch(segment)
         if self.metrics is not None:
             self.metrics.set_active(self._txn_size)
+        return count
+
+    def _send_record_batch(self, batch: RecordBatch) -> int:
+        """One batch: whole through the column path, or row by row when the task
+        wants each row's metadata; then the connector boundary's decision for it."""
+        check(batch, self.label)
+        if not len(batch.values):  # nothing to send, but it may end a transaction
+            self._after_named(batch)
+            return 0
+        if not self._in_txn:
+            self._begin()  # step 1
+        if self._wants_metadata:
+            for record in expand(batch):
+                self._send(record)
+        else:
+            sent = self._sender.send_record_batch(batch)  # step 2
+            self._txn_size += sent
+            if self.metrics is not None:
+                self.metrics.written += sent
+            if batch.source_partition is not None:
+                self._latest(offset_carrier(batch))
+        self._after_named(batch)
+        return len(batch.values)
+
+    def _after_named(self, batch: RecordBatch) -> None:
+        """A connector-defined boundary the task asked for after ``batch``."""
+        if self.boundary.context is not None:
+            decision = self.boundary.after_record(batch)
+            if decision is not Decision.NONE:
+                self._end_transaction(decision)
 
     def _send(self, record: SourceRecord) -> None:
         """One record, for connector-defined boundaries and tasks that want metadata."""
@@ -235,7 +299,7 @@ class ExactlyOnceTaskLoop(TaskLoop):
         if record.source_partition is not None:
             self._latest(record)
 
-    def _track_offsets(self, batch: list[SourceRecord]) -> None:
+    def _track_offsets(self, batch: Sequence[SourceRecord]) -> None:
         """Remember the last record of each source partition object in ``batch``.
 
         Done per batch with C-level builtins rather than per record: the batch's

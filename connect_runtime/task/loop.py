@@ -17,8 +17,8 @@ to its class. :class:`TaskLoop` owns the skeleton, the same for both::
                             until resumed or stopped: _while_paused() every
                             PAUSED_WAIT_S or on wakeup;
                             on_paused(False) unless stopping
-        batch = task.poll()
-        _send_batch(batch)  if the batch has records
+        batch = task.poll()    records and RecordBatch columns, in any mix
+        _send_batch(batch)  if the batch has items; returns the records it held
         _after_poll(size)   always, so time-based work runs while the task idles
     _final_commit()         graceful stop only; then run() returns STOPPED
     on an exception:        _on_failure(error) returns the outcome to return
@@ -34,10 +34,10 @@ from __future__ import annotations
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import TYPE_CHECKING, ClassVar, Self, assert_never
+from typing import TYPE_CHECKING, Any, ClassVar, Self, assert_never
 
 from connect_runtime.api.task import SourceTask
 from connect_runtime.protocol.task_spec import TaskMode
@@ -47,7 +47,6 @@ from connect_runtime.task.record_sender import RecordSender
 if TYPE_CHECKING:
     from confluent_kafka import Producer
 
-    from connect_runtime.api.record import SourceRecord
     from connect_runtime.converters import Converter, HeaderConverter
     from connect_runtime.storage.offsets.mirror import GlobalOffsetMirror
     from connect_runtime.task.error_handler import ErrorHandler
@@ -176,10 +175,10 @@ class TaskLoop(ABC):
                 batch = self.task.poll()
                 size = 0
                 if batch:
-                    size = len(batch)
+                    took = clock() - polled
+                    size = self._send_batch(batch)
                     if metrics is not None:  # Connect times batches, not empty polls
-                        metrics.polled_batch(size, clock() - polled)
-                    self._send_batch(batch)
+                        metrics.polled_batch(size, took)
                 self._after_poll(size)
             self._final_commit()
             return Outcome.STOPPED
@@ -214,8 +213,10 @@ class TaskLoop(ABC):
     # ----------------------------------------------------------------- hooks
 
     @abstractmethod
-    def _send_batch(self, batch: list[SourceRecord]) -> None:
-        """Send one non-empty polled batch (the per-record hot path)."""
+    def _send_batch(self, batch: Sequence[Any]) -> int:
+        """Send one non-empty polled list (the per-record hot path); returns how many
+        records it held, a :class:`~connect_runtime.api.record.RecordBatch`
+        counting its rows (:mod:`~connect_runtime.task.batches`)."""
 
     @abstractmethod
     def _after_poll(self, size: int) -> None:

@@ -3,7 +3,9 @@
 Both task loops (exactly-once in :mod:`~connect_runtime.task.exactly_once_loop`,
 at-least-once in :mod:`~connect_runtime.task.at_least_once_loop`) hand each
 polled record to :meth:`RecordSender.send` (the exactly-once loop a whole batch
-to :meth:`RecordSender.send_batch`, the same steps without delivery callbacks)
+to :meth:`RecordSender.send_batch`, the same steps without delivery callbacks,
+and each :class:`~connect_runtime.api.record.RecordBatch` to
+:meth:`RecordSender.send_record_batch`, the same steps column by column)
 and write source offsets with :meth:`RecordSender.produce_offsets`. What
 differs between them is only what happens around it: a transaction, or
 per-record delivery tracking.
@@ -45,18 +47,19 @@ step 1 looks a topic up in it, so collecting them costs nothing per record.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from connect_runtime.api.schema import infer
 from connect_runtime.converters import SimpleHeaderConverter, fast_encoder
 from connect_runtime.errors import DataException, translate_kafka_error
+from connect_runtime.task.batches import check, expand
 from connect_runtime.task.error_handler import ErrorHandler, RecordSkipped
 
 if TYPE_CHECKING:
     from confluent_kafka import Producer
 
-    from connect_runtime.api.record import SourceRecord
+    from connect_runtime.api.record import RecordBatch, SourceRecord
     from connect_runtime.api.schema import Schema
     from connect_runtime.converters import Converter, HeaderConverter
 
@@ -150,7 +153,7 @@ class RecordSender:
         self._produce(record, topic, value, key, on_delivery)
         return True
 
-    def send_batch(self, records: list[SourceRecord]) -> int:
+    def send_batch(self, records: Sequence[SourceRecord]) -> int:
         """``send(record, None)`` for each record, in order: the exactly-once loop's
         path, where one commit confirms the whole transaction. Returns how many
         were produced (the others were dropped).
@@ -208,6 +211,89 @@ class RecordSender:
                 raise translate_kafka_error(e, f"produce to {topic!r} by task {self.label}") from e
             self._produce(record, topic, value, key, None)
         return len(records)
+
+    def send_record_batch(self, batch: RecordBatch) -> int:
+        """Steps 0-3 for every row of a :class:`RecordBatch`, in order, without
+        delivery callbacks (the exactly-once path). Returns how many rows were
+        produced.
+
+        The batch is checked first (:func:`~connect_runtime.task.batches.check`).
+        With transforms or error handling its rows go through ``send`` as
+        records; otherwise the topic is checked once, each column is converted
+        in one call where the converter allows (:meth:`_encode_column`), and the
+        rows are produced from the columns.
+        """
+        check(batch, self.label)
+        n = len(batch.values)
+        if not n:
+            return 0
+        if self._processed:
+            return sum(self._send_processed(record, None) for record in expand(batch))
+        topic = batch.topic
+        if type(topic) is not str or topic not in self.used_topics:
+            self._use_topic(topic)
+        values = self._encode_column(self.value_converter, self._value_fast, topic,
+                                     batch.value_schema, batch.values, "value")
+        keys = None if batch.keys is None else self._encode_column(
+            self.key_converter, self._key_fast, topic, batch.key_schema, batch.keys, "key")
+        headers = None if batch.headers is None else [
+            None if h is None else self._convert_headers(topic, h) for h in batch.headers]
+        self._produce_columns(topic, values, keys, batch.partition, batch.timestamps, headers)
+        return n
+
+    def _encode_column(self, converter: Converter, fast: Any, topic: str,
+                       schema: Schema | None, column: Sequence[Any],
+                       what: str) -> Sequence[bytes | None]:
+        """Step 2 for a column: with no schema and a built-in converter, one C-level
+        map over the column (None-free columns only: the fast encoders do not map
+        None to None); otherwise, or if the map raises, value by value."""
+        if schema is None and fast is not None:
+            try:
+                if None not in column:
+                    return list(map(fast, column))
+            except Exception:  # a value the fast encoder refuses: the full contract below
+                pass
+        try:
+            return [None if data is None else self._convert_one(converter, topic, schema,
+                                                                 data, what)
+                    for data in column]
+        except DataException:
+            self.errors.count_failure()
+            raise
+
+    def _produce_columns(self, topic: str, values: Sequence[bytes | None],
+                         keys: Sequence[bytes | None] | None, partition: int | None,
+                         timestamps: Sequence[int | None] | None,
+                         headers: Sequence[Any] | None) -> None:
+        """Step 3 for converted columns: one ``produce`` per row, positional, with the
+        shortest argument list the batch allows; a full queue is waited out and the
+        rows from the refused one on are produced again."""
+        produce = self.producer.produce
+        n = len(values)
+        simple = partition is None and timestamps is None and headers is None
+        part = -1 if partition is None else partition
+        start = 0
+        while start < n:
+            i = start
+            try:
+                if simple and keys is None:
+                    for i in range(start, n):
+                        produce(topic, values[i])
+                elif simple:
+                    assert keys is not None
+                    for i in range(start, n):
+                        produce(topic, values[i], keys[i])
+                else:
+                    for i in range(start, n):
+                        produce(topic, values[i], None if keys is None else keys[i], part, None,
+                                None, (timestamps[i] or 0) if timestamps is not None else 0,
+                                None if headers is None else headers[i])
+                return
+            except BufferError:
+                self.producer.poll(QUEUE_FULL_BACKOFF_S)
+                start = i
+            except Exception as e:
+                raise translate_kafka_error(e, f"produce to {topic!r} by task {self.label}") from e
 
     def _send_processed(self, record: SourceRecord,
                         on_delivery: DeliveryCallback | None) -> bool:

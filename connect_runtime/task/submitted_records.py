@@ -48,12 +48,16 @@ _KEY_CACHE_MAX = 4096
 class SubmittedRecord:
     """One record handed to the producer; called as its ``on_delivery`` callback."""
 
-    __slots__ = ("_owner", "acked", "key", "metadata", "record")
+    __slots__ = ("_owner", "acked", "carries", "key", "metadata", "record")
 
-    def __init__(self, owner: SubmittedRecords, record: SourceRecord, key: bytes | None) -> None:
+    def __init__(self, owner: SubmittedRecords, record: SourceRecord, key: bytes | None,
+                 carries: bool = True) -> None:
         self._owner = owner
         self.record = record
         self.key = key  # the source partition's serialized key; None: no source partition
+        # False for a row of a RecordBatch with a per-batch offset, but its last:
+        # it holds its partition's queue back without making an offset committable.
+        self.carries = carries
         self.acked = False
         self.metadata: RecordMetadata | None = None
 
@@ -120,8 +124,12 @@ class SubmittedRecords:
         # dict per partition and emit runs of it skip every lookup.
         self._last: tuple[SourcePartition, bytes, deque[SubmittedRecord]] | None = None
 
-    def track(self, record: SourceRecord) -> SubmittedRecord:
+    def track(self, record: SourceRecord, carries: bool = True) -> SubmittedRecord:
         """Track ``record`` as in flight and return its delivery callback.
+
+        ``carries=False``: the record's offset is not committable on its own (a
+        row of a per-batch-offset RecordBatch before the last one); it still
+        holds back the offsets of its partition behind it until acknowledged.
 
         InvalidOffsetException (nothing tracked) if its source partition is not a
         flat dict of primitives: checked here, before anything is produced.
@@ -138,7 +146,7 @@ class SubmittedRecords:
                 found = self._queues.get(key)
                 queue = found if found is not None else self._queues.setdefault(key, deque())
                 self._last = (partition, key, queue)
-            submitted = SubmittedRecord(self, record, key)
+            submitted = SubmittedRecord(self, record, key, carries)
             queue.append(submitted)
         self.in_flight += 1
         return submitted
@@ -162,7 +170,9 @@ class SubmittedRecords:
                 continue
             head = None
             while queue and queue[0].acked:
-                head = queue.popleft()
+                popped = queue.popleft()
+                if popped.carries:
+                    head = popped
             if head is not None:
                 record = head.record
                 assert record.source_partition is not None

@@ -1,10 +1,19 @@
 """Reading one source (a table or the query) in its mode: the task's unit of work.
 
 :meth:`SourceReader.read` runs one bounded step and returns a :class:`Step`:
-the records (at most ``batch.max.rows``), whether the last of them ends at a
-safe commit point (``boundary``: the end of a timestamp group; always true in
+its rows (at most ``batch.max.rows``) as one
+:class:`~connect_runtime.api.record.RecordBatch`, whether its last row ends at
+a safe commit point (``boundary``: the end of a timestamp group; always true in
 the other modes), and whether more rows may be ready right away (``more``).
 The queries are ``queries.py``'s, the offset rules ``progress.py``'s.
+
+The batch carries one offset per row (``source_offsets``): each row's resume
+point, exactly what a record per row carried (``progress.py``). Not one per
+batch: the at-least-once loop commits a per-batch offset only once every row
+of the batch is acknowledged, where a per-row offset lets each acknowledged
+row's position be committed, and transforms and ``commit_record`` see each
+row's own offset. In bulk mode there is no source partition and no offset, as
+before.
 
 A timestamp group cut by the LIMIT is read by its own query and streamed,
 ``batch.max.rows`` rows per step, from one open cursor (a server-side cursor
@@ -35,7 +44,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine, Row
 
-from connect_runtime import ConnectError, SourceRecord
+from connect_runtime import ConnectError, RecordBatch
 
 from . import queries
 from .columns import ColumnInfo, RowMapping, row_mapping
@@ -87,7 +96,7 @@ class ReaderSettings:
 
 @dataclass(frozen=True)
 class Step:
-    records: list[SourceRecord]
+    batch: RecordBatch | None  # None: no rows
     boundary: bool
     more: bool
 
@@ -231,12 +240,11 @@ class SourceReader:
         values = [_as_int(row[self._inc_index]) for row in rows]
         skip = check_incrementing(values, last, self.spec.label,
                                   self._positions.incrementing or "")
-        records = [self._record(row, Offset(incrementing=value))
-                   for row, value in zip(rows[skip:skip + n], values[skip:skip + n],
-                                         strict=True)]
-        if records:
-            self.offset = Offset(incrementing=values[skip + len(records) - 1])
-        return Step(records, True, more=len(rows) == (n if last is None else n + 1))
+        emitted = values[skip:skip + n]
+        batch = self._batch(rows[skip:skip + n], [Offset(incrementing=v) for v in emitted])
+        if emitted:
+            self.offset = Offset(incrementing=emitted[-1])
+        return Step(batch, True, more=len(rows) == (n if last is None else n + 1))
 
     def _read_timestamp_incrementing(self) -> Step:
         assert self._shape is not None
@@ -248,11 +256,10 @@ class SourceReader:
         positions = [(_ts(row), _as_int(row[self._inc_index])) for row in rows]
         check_positions(positions, (self.offset.timestamp, self.offset.incrementing),
                         self.spec.label, self._positions.incrementing or "")
-        records = [self._record(row, Offset(ts, inc))
-                   for row, (ts, inc) in zip(rows, positions, strict=True)]
-        if records:
+        batch = self._batch(rows, [Offset(ts, inc) for ts, inc in positions])
+        if rows:
             self.offset = Offset(*positions[-1])
-        return Step(records, True, more=len(rows) == n)
+        return Step(batch, True, more=len(rows) == n)
 
     def _read_timestamp(self) -> Step:
         assert self._shape is not None
@@ -264,13 +271,13 @@ class SourceReader:
             rows = conn.execute(queries.timestamp(self._shape, self.offset, end, n)).fetchall()
         keys = [_ts(row) for row in rows]
         plan = plan_timestamp_batch(keys, len(rows) == n, self.offset.timestamp)
-        records = [self._record(rows[i], Offset(plan.offsets[i])) for i in range(plan.emit)]
+        batch = self._batch(rows[:plan.emit], [Offset(ts) for ts in plan.offsets])
         if plan.emit:
             self.offset = Offset(keys[plan.emit - 1])
         if plan.cut_group is None:
-            return Step(records, True, more=False)
+            return Step(batch, True, more=False)
         self._group, self._group_rows = plan.cut_group, 0
-        return Step(records, True, more=True) if records else self._read_group()
+        return Step(batch, True, more=True) if batch is not None else self._read_group()
 
     def _read_group(self) -> Step:
         """The next rows of the group being read (its query opens on the first call)."""
@@ -281,12 +288,12 @@ class SourceReader:
                                      queries.timestamp_group(self._shape, self._group), n)
         rows, finished = self._stream.fetch(n)
         offsets = group_offsets(len(rows), finished, self._group, self.offset.timestamp)
-        records = [self._record(row, Offset(ts)) for row, ts in zip(rows, offsets, strict=True)]
-        self._group_rows += len(records)
+        batch = self._batch(rows, [Offset(ts) for ts in offsets])
+        self._group_rows += len(rows)
         if finished:
             self._stream = None
             self.offset, self._group = Offset(self._group), None
-        return Step(records, finished, more=True)
+        return Step(batch, finished, more=True)
 
     def _read_bulk(self) -> Step:
         assert self._shape is not None
@@ -296,17 +303,29 @@ class SourceReader:
         rows, finished = self._stream.fetch(self._settings.batch_max_rows)
         if finished:
             self._stream = None
-        return Step([self._record(row, None) for row in rows], True, more=not finished)
+        return Step(self._batch(rows, None), True, more=not finished)
 
     def _end(self, conn: Connection) -> datetime.datetime:
         """The upper bound of timestamps read: the database's clock minus the delay."""
         return database_now(conn) - datetime.timedelta(seconds=self._settings.timestamp_delay_s)
 
-    def _record(self, row: Sequence[Any], offset: Offset | None) -> SourceRecord:
+    def _batch(self, rows: Sequence[Sequence[Any]],
+               offsets: Sequence[Offset] | None) -> RecordBatch | None:
+        """``rows`` as one batch: a Struct per row, ``offsets[i]`` the resume point after
+        row ``i`` (None in bulk mode, which has no source partition either); None if
+        there are no rows."""
+        if not rows:
+            return None
         assert self._mapping is not None
-        value = self._mapping.to_struct(row)
-        return SourceRecord(self.spec.partition, None if offset is None else offset.to_map(),
-                            self.spec.topic, value, value_schema=self._mapping.schema)
+        to_struct = self._mapping.to_struct
+        values = [to_struct(row) for row in rows]
+        if offsets is None:
+            assert self.spec.partition is None  # a partition without offsets would reset it
+            return RecordBatch(self.spec.topic, values, value_schema=self._mapping.schema)
+        assert len(offsets) == len(values)
+        return RecordBatch(self.spec.topic, values, source_partition=self.spec.partition,
+                           source_offsets=[o.to_map() for o in offsets],
+                           value_schema=self._mapping.schema)
 
     # ----------------------------------------------------------------- errors
 
@@ -325,14 +344,14 @@ class SourceReader:
                 if gone:
                     raise self._dropped(error) from error
             if self._refresh():
-                return Step([], True, more=True)
+                return Step(None, True, more=True)
         except sa.exc.SQLAlchemyError:
             pass  # the database cannot even be asked: treat as transient below
         if error.connection_invalidated or isinstance(
                 error, sa.exc.OperationalError | sa.exc.InterfaceError):
             log.warning("Reading %s failed; retrying after poll.interval.ms: %s",
                         self.spec.label, error_line(error))
-            return Step([], True, more=False)
+            return Step(None, True, more=False)
         raise ConnectError(f"Reading {self.spec.label} failed: {error_line(error)}") from error
 
 

@@ -4,12 +4,15 @@
   shapes, ``offsets.py``) and makes a :class:`~.reader.SourceReader` for each.
 * ``poll`` picks the source that is due (a source that returned a full batch
   is due again at once; one that is caught up after ``poll.interval.ms``),
-  runs one step of it and returns its records. A source in the middle of a
+  runs one step of it and returns its rows as one
+  :class:`~connect_runtime.api.record.RecordBatch` (offsets per row, see
+  ``reader.py``). A source in the middle of a
   timestamp group is always picked until the group ends, so records of a
   half-read group are never followed by another source's.
 * With ``transaction.boundary=connector`` the task commits after every step
   that ends at a safe point (``Step.boundary``): every batch in the
-  incrementing modes, and only where a timestamp group ends in timestamp mode.
+  incrementing modes, and only where a timestamp group ends in timestamp mode
+  (``commit_transaction(batch)``: after the batch's last row).
   A transaction left open when the task stops is discarded by the framework,
   so a restart resumes at the end of the last whole group.
 * ``stop`` may come from another thread: it wakes a waiting ``poll``, waits for
@@ -23,7 +26,7 @@ import threading
 import time
 from collections.abc import Mapping
 
-from connect_runtime import SourceRecord, SourceTask, TransactionContext, __version__
+from connect_runtime import RecordBatch, SourceTask, TransactionContext, __version__
 
 from .config import Mode, SqlConfig, parse, safe_url, task_tables
 from .dialect import create_engine
@@ -71,7 +74,7 @@ class SqlSourceTask(SourceTask):
         found = {_key(p): o for p, o in self.context.offset_storage_reader.offsets(partitions)}
         return [None if s.partition is None else found.get(_key(s.partition)) for s in specs]
 
-    def poll(self) -> list[SourceRecord] | None:
+    def poll(self) -> list[RecordBatch] | None:
         if self._stopping.is_set() or not self._readers:
             self._stopping.wait(IDLE_WAIT_S)
             return None
@@ -88,9 +91,11 @@ class SqlSourceTask(SourceTask):
             step = self._readers[index].read()
         now = time.monotonic()
         self._due[index] = now if step.more else now + self._poll_interval_s
-        if step.records and step.boundary and self._txn is not None:
-            self._txn.commit_transaction(step.records[-1])
-        return step.records or None
+        if step.batch is None:
+            return None
+        if step.boundary and self._txn is not None:
+            self._txn.commit_transaction(step.batch)
+        return [step.batch]
 
     def _next(self) -> tuple[int, float]:
         """The source to read now (a half-read group first), and how long until it is due."""

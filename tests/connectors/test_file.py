@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -9,10 +10,11 @@ from typing import Any
 import pytest
 
 from connect_runtime.api.connector import ConnectorTransactionBoundaries, ExactlyOnceSupport
-from connect_runtime.api.record import SourceRecord
+from connect_runtime.api.record import RecordBatch, SourceRecord
 from connect_runtime.config.validation import validate_connector_config
 from connect_runtime.connectors.file import FileStreamSourceConnector, FileStreamSourceTask
 from connect_runtime.errors import ConfigException, DataException, InvalidOffsetException
+from connect_runtime.task.batches import check, expand
 from connect_runtime.task.startup import TaskContext
 
 
@@ -39,20 +41,32 @@ def task_for(files: list[Path], offsets: dict[str, dict[str, Any]] | None = None
     return task
 
 
+def rows(polled: list[RecordBatch] | None) -> list[SourceRecord]:
+    """The records a poll's batches stand for (each row carries its batch's offset)."""
+    out: list[SourceRecord] = []
+    for batch in polled or []:
+        check(batch, "f-0")
+        out += expand(batch)
+    return out
+
+
 def drain(task: FileStreamSourceTask, polls: int = 5) -> list[SourceRecord]:
     out: list[SourceRecord] = []
     for _ in range(polls):
-        out += task.poll() or []
+        out += rows(task.poll())
     return out
 
 
 def test_lines_become_records_with_byte_positions_as_offsets(tmp_path: Path) -> None:
     f = tmp_path / "in.txt"
     f.write_bytes(b"alpha\r\nbeta\n\ngamma\n")
-    records = drain(task_for([f]))
+    polled = task_for([f]).poll()
+    assert polled is not None and all(isinstance(b, RecordBatch) for b in polled)
+    records = rows(polled)
     assert [r.value for r in records] == ["alpha", "beta", "", "gamma"]
-    assert [r.source_offset for r in records] == [
-        {"position": 7}, {"position": 12}, {"position": 13}, {"position": 19}]
+    # One batch per block read; its offset is the position after its last line.
+    assert [b.source_offset for b in polled] == [{"position": 19}]
+    assert [r.source_offset for r in records] == [{"position": 19}] * 4
     assert {str(r.source_partition["filename"]) for r in records} == {str(f)}
     assert all(r.topic == "out" and r.key is None for r in records)
 
@@ -61,7 +75,9 @@ def test_an_unfinished_last_line_waits_for_its_end(tmp_path: Path) -> None:
     f = tmp_path / "in.txt"
     f.write_bytes(b"one\ntw")
     task = task_for([f])
-    assert [r.value for r in drain(task)] == ["one"]
+    first = drain(task)
+    assert [r.value for r in first] == ["one"]
+    assert first[-1].source_offset == {"position": 4}
     with f.open("ab") as out:
         out.write(b"o\nthree\n")
     records = drain(task)
@@ -81,9 +97,10 @@ def test_batch_size_bounds_a_poll_and_files_take_turns(tmp_path: Path) -> None:
     a.write_text("".join(f"a{i}\n" for i in range(5)))
     b.write_text("".join(f"b{i}\n" for i in range(5)))
     task = task_for([a, b], **{"batch.size": "3"})
-    first = task.poll() or []
+    first = rows(task.poll())
     assert [r.value for r in first] == ["a0", "a1", "a2"]
-    second = task.poll() or []
+    assert first[-1].source_offset == {"position": 9}
+    second = rows(task.poll())
     assert [r.value for r in second] == ["b0", "b1", "b2"]
     rest = drain(task)
     assert sorted(r.value for r in rest) == ["a3", "a4", "b3", "b4"]
@@ -161,11 +178,17 @@ def test_lines_across_read_chunks_and_non_ascii_text_keep_exact_positions(
     data = "\n".join(lines).encode() + b"\n"
     f = tmp_path / "in.txt"
     f.write_bytes(data)
-    records = drain(task_for([f], **{"batch.size": batch_size}), polls=30)
+    task = task_for([f], **{"batch.size": batch_size})
+    batches = [b for _ in range(30) for b in task.poll() or []]
+    records = [r for b in batches for r in rows([b])]
     assert [r.value for r in records] == ["plain", "naïve café", "", "a\rb", "crlf",
                                           "日本語のテキスト", "z" * 20]
     expected_ends, position = [], 0
     for raw in data.split(b"\n")[:-1]:
         position += len(raw) + 1
         expected_ends.append({"position": position})
-    assert [r.source_offset for r in records] == expected_ends
+    # Each batch's offset is the exact position after its own last line.
+    last_rows = list(itertools.accumulate(len(b) for b in batches))
+    assert [b.source_offset for b in batches] == [expected_ends[i - 1] for i in last_rows]
+    if batch_size == "1":
+        assert [r.source_offset for r in records] == expected_ends

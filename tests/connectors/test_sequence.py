@@ -12,7 +12,7 @@ import pytest
 
 import connect_runtime
 from connect_runtime.api.connector import ConnectorTransactionBoundaries, ExactlyOnceSupport
-from connect_runtime.api.record import SourceRecord
+from connect_runtime.api.record import RecordBatch, SourceRecord
 from connect_runtime.config.validation import validate_connector_config
 from connect_runtime.connectors.sequence import (
     SequenceSourceConnector,
@@ -21,6 +21,7 @@ from connect_runtime.connectors.sequence import (
     expected_aborted,
 )
 from connect_runtime.errors import ConfigException, InvalidOffsetException
+from connect_runtime.task.batches import check, expand
 from connect_runtime.task.startup import TaskContext
 
 
@@ -40,12 +41,12 @@ class FakeReader:
 
 class FakeTransactions:
     def __init__(self) -> None:
-        self.requests: list[tuple[str, SourceRecord | None]] = []
+        self.requests: list[tuple[str, Any]] = []
 
-    def commit_transaction(self, record: SourceRecord | None = None) -> None:
+    def commit_transaction(self, record: SourceRecord | RecordBatch | None = None) -> None:
         self.requests.append(("commit", record))
 
-    def abort_transaction(self, record: SourceRecord | None = None) -> None:
+    def abort_transaction(self, record: SourceRecord | RecordBatch | None = None) -> None:
         self.requests.append(("abort", record))
 
 
@@ -68,11 +69,25 @@ def seqs(records: list[SourceRecord]) -> list[tuple[int, int]]:
     return [(r.value["partition"], r.value["seq"]) for r in records]
 
 
-def drain(task: SequenceSourceTask, polls: int) -> list[SourceRecord]:
+def rows(polled: list[RecordBatch] | None) -> list[SourceRecord]:
+    """The records a poll's batches stand for (each row carries its batch's offset)."""
     out: list[SourceRecord] = []
-    for _ in range(polls):
-        out += task.poll() or []
+    for batch in polled or []:
+        check(batch, "seq-0")
+        out += expand(batch)
     return out
+
+
+def drain_batches(task: SequenceSourceTask, polls: int) -> list[RecordBatch]:
+    return [batch for _ in range(polls) for batch in task.poll() or []]
+
+
+def drain(task: SequenceSourceTask, polls: int) -> list[SourceRecord]:
+    return rows(drain_batches(task, polls))
+
+
+def last_seq(batch: RecordBatch) -> int:
+    return int(batch.values[-1]["seq"])
 
 
 # --- connector --------------------------------------------------------------
@@ -123,11 +138,14 @@ def test_connector_answers_kip_618_questions_and_passes_preflight() -> None:
 def test_record_shape_and_offsets_point_at_the_next_record() -> None:
     task = started(task_config("3", **{"batch.size": "2", "record.size.bytes": "200"}))
     before = time.time() * 1000
-    first, second = task.poll() or []
+    polled = task.poll() or []
+    assert len(polled) == 1 and isinstance(polled[0], RecordBatch)
+    first, second = rows(polled)
     assert first.topic == "out" and first.key == "3" and first.partition is None
     assert first.source_partition == {"sequence.partition": 3}
-    assert first.source_offset == {"seq": 1}
-    assert second.source_offset == {"seq": 2}
+    # One offset per batch: the seq after its last row.
+    assert polled[0].source_offset == {"seq": 2} and polled[0].source_offsets is None
+    assert second.source_offset == {"seq": 2} and second.value["seq"] == 1
     assert {k: v for k, v in first.value.items() if k != "pad"} == {
         "partition": 3, "seq": 0, "task": 0}
     assert abs(len(orjson.dumps(first.value)) - 200) <= 2
@@ -151,7 +169,7 @@ def test_malformed_committed_offset_fails_start(offset: dict[str, Any]) -> None:
 
 def test_batches_rotate_over_partitions() -> None:
     task = started(task_config("0,1,2", **{"batch.size": "4"}))
-    batches = [seqs(task.poll() or []) for _ in range(4)]
+    batches = [seqs(rows(task.poll())) for _ in range(4)]
     assert [len(b) for b in batches] == [4, 4, 4, 4]
     assert [{p for p, _ in b} for b in batches] == [{0}, {1}, {2}, {0}]
     assert batches[3] == [(0, 4), (0, 5), (0, 6), (0, 7)]
@@ -182,15 +200,15 @@ def test_expected_aborted_formula(seq: int, aborted: bool) -> None:
     assert expected_aborted(seq, commit_every=10, abort_every=0) is False
 
 
-def transactions(records: list[SourceRecord], txn: FakeTransactions) -> list[tuple[str, list]]:
-    """Split records the way the framework would, at the requested records."""
+def transactions(batches: list[RecordBatch], txn: FakeTransactions) -> list[tuple[str, list]]:
+    """Split batches the way the framework would, after the requested batches."""
     ends = {id(r): kind for kind, r in txn.requests}
     out: list[tuple[str, list]] = []
     current: list[tuple[int, int]] = []
-    for record in records:
-        current.append((record.value["partition"], record.value["seq"]))
-        if id(record) in ends:
-            out.append((ends[id(record)], current))
+    for batch in batches:
+        current += seqs(rows([batch]))
+        if id(batch) in ends:
+            out.append((ends[id(batch)], current))
             current = []
     assert not current, "records left in an open transaction"
     return out
@@ -201,16 +219,16 @@ def test_connector_boundaries_commit_and_abort_whole_groups_of_one_partition() -
     config = task_config("0,1", **{"batch.size": "7", "commit.every.records": "10",
                                    "abort.every.transactions": "3", "max.records": "60",
                                    "poll.idle.ms": "1"})
-    records = drain(started(config, txn=txn), 40)
-    assert len(records) == 120
-    assert all(kind and record is not None for kind, record in txn.requests)
-    for kind, members in transactions(records, txn):
+    batches = drain_batches(started(config, txn=txn), 40)
+    assert len(rows(batches)) == 120
+    assert all(kind and isinstance(batch, RecordBatch) for kind, batch in txn.requests)
+    for kind, members in transactions(batches, txn):
         partitions = {p for p, _ in members}
         groups = {s // 10 for _, s in members}
         assert len(partitions) == 1 and len(groups) == 1, members
         assert [s for _, s in members] == list(range(min(groups) * 10, min(groups) * 10 + 10))
         assert (kind == "abort") is expected_aborted(members[0][1], 10, 3)
-    aborted = sorted(r.value["seq"] for kind, r in txn.requests if kind == "abort" and r)
+    aborted = sorted(last_seq(r) for kind, r in txn.requests if kind == "abort" and r)
     assert aborted == [29, 29, 59, 59]
 
 
@@ -220,7 +238,7 @@ def test_connector_boundary_at_max_records_inside_a_group() -> None:
                                  "abort.every.transactions": "3", "max.records": "25",
                                  "poll.idle.ms": "1"})
     records = drain(started(config, txn=txn), 5)
-    assert [(kind, r.value["seq"]) for kind, r in txn.requests if r] == [
+    assert [(kind, last_seq(r)) for kind, r in txn.requests if r] == [
         ("commit", 9), ("commit", 19), ("abort", 24)]
     assert len(records) == 25
 
@@ -229,15 +247,15 @@ def test_resume_mid_group_ends_the_group_at_its_boundary() -> None:
     txn = FakeTransactions()
     config = task_config("0", **{"batch.size": "100", "commit.every.records": "10"})
     task = started(config, {0: {"seq": 15}}, txn)
-    batch = task.poll() or []
+    batch = rows(task.poll())
     assert batch[0].value["seq"] == 15
-    assert [(kind, r.value["seq"]) for kind, r in txn.requests if r][:2] == [
+    assert [(kind, last_seq(r)) for kind, r in txn.requests if r][:2] == [
         ("commit", 19), ("commit", 29)]
 
 
 def test_no_transaction_requests_without_a_transaction_context() -> None:
     task = started(task_config("0", **{"batch.size": "50", "commit.every.records": "10"}))
-    assert len(task.poll() or []) == 50  # and nothing to call: poll/interval boundaries
+    assert len(rows(task.poll())) == 50  # and nothing to call: poll/interval boundaries
 
 
 # --- task: rate limit and stop ----------------------------------------------
@@ -249,7 +267,7 @@ def test_rate_limit_caps_throughput_without_spinning() -> None:
     started_at = time.monotonic()
     count = polls = 0
     while time.monotonic() - started_at < 0.5:
-        count += len(task.poll() or [])
+        count += len(rows(task.poll()))
         polls += 1
     elapsed = time.monotonic() - started_at
     assert count <= 200 * elapsed + 1
@@ -280,7 +298,7 @@ def poll_in_thread(task: SequenceSourceTask) -> tuple[threading.Thread, list[flo
 def test_stop_from_another_thread_wakes_a_blocked_poll(overrides: dict[str, str]) -> None:
     task = started(task_config("0", **overrides))
     if "max.records" in overrides:
-        assert len(task.poll() or []) == 1
+        assert len(rows(task.poll())) == 1
     thread, took = poll_in_thread(task)
     time.sleep(0.1)
     assert thread.is_alive(), "poll should be blocked"

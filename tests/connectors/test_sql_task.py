@@ -1,22 +1,53 @@
 """SqlSourceTask against real databases (SQLite file and PostgreSQL), with in-memory
-fakes of the task's contexts: what each mode reads, its offsets, and resuming from them."""
+fakes of the task's contexts: what each mode reads, its offsets, and resuming from them.
+
+The task returns :class:`RecordBatch` items; most tests look at their rows as the
+framework expands them (:func:`rows`), one ``SourceRecord`` per row."""
 
 from __future__ import annotations
 
 import datetime
 import decimal
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import pytest
 import sqlalchemy as sa
 from postgres_helpers import Database, past
 
-from connect_runtime import ConnectError, DataException, SourceRecord
+from connect_runtime import ConnectError, DataException, RecordBatch, SourceRecord
 from connect_runtime.connectors.sql import SqlSourceTask
+from connect_runtime.task.batches import check, expand
 from connect_runtime.task.startup import TaskContext
 
 MAX_POLLS = 200
+
+# id(batch) -> (batch, its rows): a batch expands to the same records every time, so a
+# commit naming a batch is matched to its last row by identity, as records compare.
+_EXPANDED: dict[int, tuple[RecordBatch, list[SourceRecord]]] = {}
+
+
+@pytest.fixture(autouse=True)
+def _forget_batches() -> Iterator[None]:
+    yield
+    _EXPANDED.clear()
+
+
+def batch_rows(batch: RecordBatch) -> list[SourceRecord]:
+    """A batch's rows as the framework expands them (checked first, as it is sent)."""
+    found = _EXPANDED.get(id(batch))
+    if found is None:
+        check(batch, "sql-test")
+        found = _EXPANDED[id(batch)] = (batch, expand(batch))
+    return found[1]
+
+
+def rows(polled: Sequence[SourceRecord | RecordBatch] | None) -> list[SourceRecord]:
+    """What a poll returned, one record per row in order: batches expanded."""
+    out: list[SourceRecord] = []
+    for item in polled or []:
+        out += batch_rows(item) if isinstance(item, RecordBatch) else [item]
+    return out
 
 
 class FakeReader:
@@ -35,13 +66,17 @@ class FakeReader:
 
 class FakeTransactions:
     def __init__(self) -> None:
-        self.commits: list[SourceRecord] = []
+        self.commits: list[SourceRecord] = []  # the last record of each transaction
+        self.batches: list[RecordBatch] = []  # the batches named in commit_transaction
 
-    def commit_transaction(self, record: SourceRecord | None = None) -> None:
+    def commit_transaction(self, record: SourceRecord | RecordBatch | None = None) -> None:
         assert record is not None
+        if isinstance(record, RecordBatch):  # the transaction ends after its last row
+            self.batches.append(record)
+            record = batch_rows(record)[-1]
         self.commits.append(record)
 
-    def abort_transaction(self, record: SourceRecord | None = None) -> None:
+    def abort_transaction(self, record: SourceRecord | RecordBatch | None = None) -> None:
         raise AssertionError("the SQL source never aborts")
 
 
@@ -67,7 +102,7 @@ def drain(task: SqlSourceTask, max_batch: int | None = None) -> list[SourceRecor
     out: list[SourceRecord] = []
     empty = 0
     for _ in range(MAX_POLLS):
-        batch = task.poll()
+        batch = rows(task.poll())
         if batch:
             assert max_batch is None or len(batch) <= max_batch
             out += batch
@@ -126,7 +161,7 @@ def test_a_repeated_incrementing_value_fails_naming_table_and_column(database: D
     config = task_config(database, "incrementing", [table_name(database, "events")],
                          incrementing_column_name="seq", batch_max_rows="2")
     task = started(config)
-    assert [r.value["seq"] for r in task.poll() or []] == [1, 2]
+    assert [r.value["seq"] for r in rows(task.poll())] == [1, 2]
     # The next query re-reads seq >= 2 on purpose: a second row with 2 is caught.
     with pytest.raises(DataException, match=r"events: incrementing column 'seq' is not strictly"):
         task.poll()
@@ -249,13 +284,58 @@ def test_a_group_larger_than_a_batch_is_streamed_whole(database: Database) -> No
                          batch_max_rows="3", transaction_boundary="connector")
     txn = FakeTransactions()
     task = started(config, txn=txn)
-    batches = [task.poll() or [] for _ in range(3)]
+    batches = [rows(task.poll()) for _ in range(3)]
     assert [len(b) for b in batches] == [3, 3, 1]
     assert txn.commits == [batches[2][0]]  # one transaction for the whole group
     assert [r.source_offset for b in batches for r in b] == [{}] * 6 + [offset_of(stamp)]
     database.insert(items, {"name": "later", "updated": past(30)})
     assert [r.value["name"] for r in drain(task)] == ["later"]
     task.stop()
+
+
+def test_polls_return_batches_with_per_row_offsets_and_resume_after_a_commit(
+        database: Database) -> None:
+    name = table_name(database, "items")
+    partition = {"protocol": "1", "table": name}
+    # incrementing: one batch per poll, each row's own position as its offset.
+    items = items_table(database)
+    database.insert(items, *({"name": f"n{i}", "updated": past(60)} for i in range(5)))
+    config = task_config(database, "incrementing", [name], batch_max_rows="3",
+                         transaction_boundary="connector")
+    txn = FakeTransactions()
+    task = started(config, txn=txn)
+    (batch,) = task.poll() or []
+    assert isinstance(batch, RecordBatch) and len(batch) == 3
+    assert batch.topic == "db-items" and batch.keys is None and batch.partition is None
+    assert batch.source_partition == partition and batch.source_offset is None
+    assert batch.source_offsets == [{"incrementing": i} for i in (1, 2, 3)]
+    assert [v["id"] for v in batch.values] == [1, 2, 3]
+    assert batch.value_schema is not None and batch.value_schema.name == "items"
+    assert all(v.schema is batch.value_schema for v in batch.values)
+    assert txn.batches == [batch]  # the transaction ends after the batch's last row
+    task.stop()
+    # A restart from the committed offset (the batch's last row's) resumes after it.
+    assert batch.last_offset == {"incrementing": 3}
+    resumed = started(config, {name: dict(batch.last_offset)})
+    assert ids(drain(resumed)) == [4, 5]
+    resumed.stop()
+
+    # timestamp: rows of one batch carry different offsets (a row inside a group points
+    # before it), which a single per-batch offset could not say.
+    database.drop(items)
+    _, stamps = grouped_table(database)  # groups of 3, 1, 5, ... rows
+    config = task_config(database, "timestamp", [name], batch_max_rows="4",
+                         transaction_boundary="connector")
+    txn = FakeTransactions()
+    task = started(config, txn=txn)
+    (batch,) = task.poll() or []  # 4 rows read; the second group may be cut: not emitted
+    assert isinstance(batch, RecordBatch) and batch.source_partition == partition
+    assert batch.source_offsets == [{}, {}, offset_of(stamps[0])]
+    assert txn.batches == [batch]
+    task.stop()
+    resumed = started(config, {name: dict(batch.last_offset or {})})
+    assert sorted(ids(drain(resumed))) == list(range(GROUPS[0] + 1, sum(GROUPS) + 1))
+    resumed.stop()
 
 
 def offset_of(ts: datetime.datetime) -> dict[str, int]:
@@ -287,10 +367,10 @@ def test_bulk_reads_the_whole_table_each_interval_without_offsets(database: Data
     database.insert(items, *({"name": f"n{i}", "updated": past(60)} for i in range(3)))
     task = started(task_config(database, "bulk", [table_name(database, "items")],
                                batch_max_rows="2"))
-    first = [task.poll() or [] for _ in range(2)]
+    first = [rows(task.poll()) for _ in range(2)]
     assert [ids(b) for b in first] == [[1, 2], [3]]
     assert all(r.source_partition is None and r.source_offset is None for b in first for r in b)
-    assert ids(task.poll() or []) == [1, 2]  # poll.interval.ms=1: the next snapshot
+    assert ids(rows(task.poll())) == [1, 2]  # poll.interval.ms=1: the next snapshot
     task.stop()
 
 
@@ -404,7 +484,7 @@ def test_a_lost_connection_inside_a_group_fails_the_task(postgres_database: Data
     db.insert(items, *({"name": f"n{i}", "updated": past(60)} for i in range(7)))
     task = started(task_config(db, "timestamp", ["public.items"], batch_max_rows="3",
                                transaction_boundary="connector"), txn=FakeTransactions())
-    assert len(task.poll() or []) == 3  # the group's cursor stays open for the rest
+    assert len(rows(task.poll())) == 3  # the group's cursor stays open for the rest
     assert terminate_other_sessions(db) >= 1
     with pytest.raises(ConnectError, match="in the middle of the rows with timestamp"):
         task.poll()

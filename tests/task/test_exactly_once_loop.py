@@ -24,7 +24,7 @@ from connect_runtime.converters import load_converter
 from connect_runtime.errors import ConnectError, DataException, InvalidOffsetException
 from connect_runtime.task.boundaries import BoundaryPolicy, TaskTransactionContext
 from connect_runtime.task.exactly_once_loop import ExactlyOnceTaskLoop
-from connect_runtime.task.loop import LoopDeps, LoopSignals, Outcome
+from connect_runtime.task.loop import LoopDeps, LoopSignals, Outcome, TaskLoop
 
 
 class ScriptedTask(SourceTask):
@@ -94,7 +94,8 @@ def make_loop(bootstrap: str, out: str, offsets: str, task: SourceTask, boundary
     return loop, producer
 
 
-def run_until(loop: ExactlyOnceTaskLoop, done: Callable[[], bool], timeout: float = 30) -> Outcome:
+def run_until(loop: TaskLoop, done: Callable[[], bool], timeout: float = 30) -> Outcome:
+    """``loop.run()`` on a thread until ``done()`` (or the loop ends), then a stop."""
     result: list[Outcome] = []
     errors: list[BaseException] = []
 

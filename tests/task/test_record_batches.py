@@ -15,7 +15,6 @@ transaction is a run of consecutive offsets.
 from __future__ import annotations
 
 import re
-import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -24,7 +23,7 @@ import orjson
 import pytest
 from confluent_kafka import KafkaError, Producer
 from kafka_helpers import create_topic, read_topic, transaction_sizes
-from test_exactly_once_loop import read_committed, read_raw
+from test_exactly_once_loop import read_committed, read_raw, run_until
 
 from connect_runtime.api.record import RecordBatch, RecordMetadata, SourceRecord
 from connect_runtime.api.task import SourceTask
@@ -121,30 +120,6 @@ def alo_loop(bootstrap: str, offsets: str, task: SourceTask,
         label="c-0", connector="c", task=task, producer=producer, offsets_topic=offsets,
         forbidden_topics=frozenset({offsets}), signals=LoopSignals(), transforms=transforms,
         **converters()), offset_flush_interval_s=600, offset_flush_timeout_s=10)
-
-
-def run_until(loop: TaskLoop, done: Callable[[], bool], timeout: float = 30) -> Outcome:
-    """``loop.run()`` on a thread until ``done()`` (or the loop ends), then a stop."""
-    result: list[Outcome] = []
-    errors: list[BaseException] = []
-
-    def target() -> None:
-        try:
-            result.append(loop.run())
-        except BaseException as e:
-            errors.append(e)
-
-    thread = threading.Thread(target=target, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + timeout
-    while not done() and time.monotonic() < deadline and thread.is_alive():
-        time.sleep(0.02)
-    loop.signals.request_stop()
-    thread.join(60)
-    assert not thread.is_alive()
-    if errors:
-        raise errors[0]
-    return result[0]
 
 
 def values_of(bootstrap: str, topic: str) -> list[Any]:

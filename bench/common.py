@@ -35,10 +35,16 @@ class Measurement:
     worker_rss_mb: float | None = None
     task_rss_mb: float | None = None
     recovery_seconds: float | None = None
+    cores: int | None = None  # CPUs the setup could use (bench.scaling)
+    placement: str | None = None  # tasks per executor, e.g. "2+2" (bench.scaling)
 
     @property
     def records_per_s(self) -> float:
         return self.records / self.seconds
+
+    @property
+    def records_per_s_per_core(self) -> float | None:
+        return self.records_per_s / self.cores if self.cores else None
 
     @property
     def mb_per_s(self) -> float:
@@ -101,7 +107,12 @@ class CommittedCounter:
         self._consumer = Consumer({
             "bootstrap.servers": bootstrap, "group.id": f"bench-{topic}",
             "isolation.level": "read_committed", "enable.auto.commit": False,
-            "fetch.wait.max.ms": 20, "auto.offset.reset": "earliest"})
+            "fetch.wait.max.ms": 20, "auto.offset.reset": "earliest",
+            # librdkafka (2.x) pauses fetching for fetch.queue.backoff.ms (1 s by default)
+            # whenever its local queue holds queued.min.messages; with the default this
+            # consumer read at most ~200k records/s, below what a task writes, so every
+            # throughput figure measured the consumer. Without the pause: 1.1-1.4M/s.
+            "fetch.queue.backoff.ms": 0})
         self._consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()

@@ -4,9 +4,10 @@
 
 (``bash bench/run.sh`` starts a broker of its own and calls this.) Writes
 ``bench/results/latest.json``, ``bench/results/latest.md`` (the tables),
-``bench/results/profile.md`` (py-spy profiles of the task loop) and
-``docs/benchmarks-throughput.png`` (throughput against transaction size), and
-prints the tables. Figures are medians of ``--runs`` runs; "spread" is
+``bench/results/profile.md`` (py-spy profiles of the task loop),
+``docs/benchmarks-throughput.png`` (throughput against transaction size) and
+``docs/benchmarks-scaling.png`` (throughput against tasks, ``bench.scaling``),
+and prints the tables. Figures are medians of ``--runs`` runs; "spread" is
 (max - min) / median.
 """
 
@@ -31,6 +32,7 @@ from bench.limit import run_limit
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "bench" / "results"
 PLOT = REPO / "docs" / "benchmarks-throughput.png"
+SCALING_PLOT = REPO / "docs" / "benchmarks-scaling.png"
 
 # Transaction modes shared by the limit and this project: label -> (records, ms).
 MODES: dict[str, tuple[int | None, int | None]] = {
@@ -321,9 +323,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bootstrap-server", required=True)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--scale", type=float, default=1.0,
-                        help="multiplies the record counts (default 1: 300k x 100 B, 60k x 1 KB)")
-    parser.add_argument("--only", choices=["limit", "loop", "project", "kafka-connect", "profile"],
-                        default=None)
+                        help="multiplies the record counts (default 1: 300k x 100 B, 60k x 1 KB) "
+                             "and the scaling part's measuring window (5 s)")
+    parser.add_argument("--only", choices=["limit", "loop", "project", "kafka-connect", "profile",
+                                           "scaling"], default=None)
     args = parser.parse_args(argv)
     if args.runs < 1 or args.scale <= 0:
         parser.error("--runs must be >= 1 and --scale > 0")
@@ -341,6 +344,7 @@ def main(argv: list[str] | None = None) -> int:
     loop = loop_scenarios(args.bootstrap_server, args.runs, n100) if wanted("loop") else []
     project: list[Scenario] = []
     java: list[Scenario] = []
+    scaling: list[Scenario] = []
     recovery = Scenario("project", "recovery")
     with tempfile.TemporaryDirectory(prefix="bench-") as tmp:
         if wanted("project"):
@@ -348,12 +352,21 @@ def main(argv: list[str] | None = None) -> int:
                                                   Path(tmp))
         if wanted("kafka-connect"):
             java = java_scenarios(args.bootstrap_server, args.runs, n100, Path(tmp))
+        if wanted("scaling"):
+            from bench.scaling import scaling_scenarios, window_for
+
+            scaling = scaling_scenarios(args.bootstrap_server, args.runs,
+                                        window_for(args.scale), Path(tmp))
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO,
                             capture_output=True, text=True).stdout.strip()
     machine = (f"{platform.machine()}, {platform.processor() or 'cpu'}, "
                f"{_cores()} cores, Python {platform.python_version()}")
     profile_text = profiles(args.bootstrap_server) if wanted("profile") else ""
     text = tables(limit, project, recovery, java, loop)
+    if scaling:
+        from bench.scaling import plot_scaling, scaling_table
+
+        text = f"{text}\n\n{scaling_table(scaling)}".strip()
     header = (f"Commit `{commit}`, {time.strftime('%Y-%m-%d', time.gmtime(started))}, "
               f"{machine}; {args.runs} runs per scenario, medians.\n\n")
     RESULTS.mkdir(parents=True, exist_ok=True)
@@ -364,11 +377,14 @@ def main(argv: list[str] | None = None) -> int:
         "commit": commit, "machine": machine, "runs": args.runs,
         "scenarios": [{"group": s.group, "name": s.name, "tasks": s.tasks,
                        "runs": [asdict(r) for r in s.runs]}
-                      for s in [*limit, *loop, *project, recovery, *java]]}, indent=1))
+                      for s in [*limit, *loop, *project, recovery, *java, *scaling]]},
+                     indent=1))
     if profile_text:
         (RESULTS / "profile.md").write_text(header + profile_text)
     if limit and project and java:
         plot(limit, project, java)
+    if scaling:
+        plot_scaling(scaling, SCALING_PLOT)
     print("\n" + header + text + ("\n\n" + profile_text if profile_text else ""))
     return 0
 

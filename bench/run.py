@@ -54,9 +54,12 @@ RECORDS_FORM = "SourceRecords"
 
 
 def long_factor(interval_ms: int | None) -> int:
-    """Scenarios with 1 s transactions get 5x the records, so they span several
-    transactions instead of measuring one commit wait."""
-    return 5 if interval_ms is not None and interval_ms >= 1000 else 1
+    """Time-bounded transactions get more records, so a run spans many of them and
+    several seconds (at ~1M records/s, 300k records are 3 transactions of 100 ms
+    and a run would measure its start): 5x with 100 ms, 10x with 1 s."""
+    if interval_ms is None:
+        return 1
+    return 10 if interval_ms >= 1000 else 5
 
 
 def repeat(scenario: Scenario, runs: int, once: Callable[[], Measurement]) -> Scenario:
@@ -142,11 +145,13 @@ def loop_scenarios(bootstrap: str, runs: int, n100: int) -> list[Scenario]:
     for connector in ("sequence", "file"):
         for label in ("poll 10,000", "interval 100 ms"):
             boundary, value, _ = BOUNDARIES[label]
+            _, k = _transactions_and_records(boundary, value, 2 * n100)
             out.append(repeat(Scenario("loop", f"{connector} {label}, 100 B"), runs,
-                              lambda c=connector, b=boundary, v=value: run_loop(
-                                  bootstrap, c, b, v, 2 * n100, 100)))
+                              lambda c=connector, b=boundary, v=value, k=k: run_loop(
+                                  bootstrap, c, b, v, k, 100)))
+    _, k = _transactions_and_records("interval", 100, 2 * n100)
     out.append(repeat(Scenario("loop", f"sequence interval 100 ms, 100 B, {RECORDS_FORM}"),
-                      runs, lambda: run_loop(bootstrap, "sequence", "interval", 100, 2 * n100,
+                      runs, lambda: run_loop(bootstrap, "sequence", "interval", 100, k,
                                              100, emit_batches=False)))
     return out
 

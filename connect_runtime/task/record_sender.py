@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 from connect_runtime.api.schema import infer
 from connect_runtime.converters import SimpleHeaderConverter, fast_encoder
@@ -219,9 +219,13 @@ class RecordSender:
 
         The batch is checked first (:func:`~connect_runtime.task.batches.check`).
         With transforms or error handling its rows go through ``send`` as
-        records; otherwise the topic is checked once, each column is converted
-        in one call where the converter allows (:meth:`_encode_column`), and the
-        rows are produced from the columns.
+        records; otherwise the topic is checked once, each column gets one
+        encoder for all its rows (:meth:`_column_encoder`), and each row is
+        encoded and produced in one C-level step: encoding a whole column
+        first would keep every encoded value alive until the last is produced,
+        and fresh memory for each costs more than the encoding (orjson: ~250 ns
+        a value when each is freed at once, 1.3-2.6 µs when a column of them
+        is kept).
         """
         check(batch, self.label)
         n = len(batch.values)
@@ -232,68 +236,92 @@ class RecordSender:
         topic = batch.topic
         if type(topic) is not str or topic not in self.used_topics:
             self._use_topic(topic)
-        values = self._encode_column(self.value_converter, self._value_fast, topic,
-                                     batch.value_schema, batch.values, "value")
-        keys = None if batch.keys is None else self._encode_column(
-            self.key_converter, self._key_fast, topic, batch.key_schema, batch.keys, "key")
+        values, keys = batch.values, batch.keys
+        value_enc = self._column_encoder(self.value_converter, self._value_fast, topic,
+                                         batch.value_schema, values, "value")
+        key_enc = None if keys is None else self._column_encoder(
+            self.key_converter, self._key_fast, topic, batch.key_schema, keys, "key")
         headers = None if batch.headers is None else [
             None if h is None else self._convert_headers(topic, h) for h in batch.headers]
-        self._produce_columns(topic, values, keys, batch.partition, batch.timestamps, headers)
-        return n
-
-    def _encode_column(self, converter: Converter, fast: Any, topic: str,
-                       schema: Schema | None, column: Sequence[Any],
-                       what: str) -> Sequence[bytes | None]:
-        """Step 2 for a column: with no schema and a built-in converter, one C-level
-        map over the column (None-free columns only: the fast encoders do not map
-        None to None); otherwise, or if the map raises, value by value."""
-        if schema is None and fast is not None:
-            try:
-                if None not in column:
-                    return list(map(fast, column))
-            except Exception:  # a value the fast encoder refuses: the full contract below
-                pass
-        try:
-            return [None if data is None else self._convert_one(converter, topic, schema,
-                                                                 data, what)
-                    for data in column]
-        except DataException:
-            self.errors.count_failure()
-            raise
-
-    def _produce_columns(self, topic: str, values: Sequence[bytes | None],
-                         keys: Sequence[bytes | None] | None, partition: int | None,
-                         timestamps: Sequence[int | None] | None,
-                         headers: Sequence[Any] | None) -> None:
-        """Step 3 for converted columns: one ``produce`` per row, positional, with the
-        shortest argument list the batch allows; a full queue is waited out and the
-        rows from the refused one on are produced again."""
-        produce = self.producer.produce
-        n = len(values)
-        simple = partition is None and timestamps is None and headers is None
+        partition, timestamps = batch.partition, batch.timestamps
         part = -1 if partition is None else partition
+        simple = partition is None and timestamps is None and headers is None
+        produce = self.producer.produce
         start = 0
         while start < n:
             i = start
             try:
-                if simple and keys is None:
+                if simple and key_enc is None:
                     for i in range(start, n):
-                        produce(topic, values[i])
+                        produce(topic, value_enc(values[i]))
                 elif simple:
-                    assert keys is not None
+                    assert key_enc is not None and keys is not None
                     for i in range(start, n):
-                        produce(topic, values[i], keys[i])
+                        produce(topic, value_enc(values[i]), key_enc(keys[i]))
                 else:
                     for i in range(start, n):
-                        produce(topic, values[i], None if keys is None else keys[i], part, None,
-                                None, (timestamps[i] or 0) if timestamps is not None else 0,
+                        produce(topic, value_enc(values[i]),
+                                None if key_enc is None or keys is None else key_enc(keys[i]),
+                                part, None, None,
+                                (timestamps[i] or 0) if timestamps is not None else 0,
                                 None if headers is None else headers[i])
-                return
+                return n
             except BufferError:
                 self.producer.poll(QUEUE_FULL_BACKOFF_S)
                 start = i
+            except Exception:
+                # A value the column's fast encoder refused (or a produce error):
+                # row i by the converters' full contract, alone, then on after it.
+                self._send_row(topic, values[i], None if keys is None else keys[i],
+                               part, timestamps[i] if timestamps is not None else None,
+                               None if headers is None else headers[i], batch)
+                start = i + 1
+        return n
+
+    def _column_encoder(self, converter: Converter, fast: Any, topic: str,
+                        schema: Schema | None, column: Sequence[Any],
+                        what: str) -> Callable[[Any], bytes | None]:
+        """Step 2 for one column: the built-in converter's C encoder when the column
+        has no schema, no None and a first value it takes (a column is one kind
+        of data as a rule); otherwise the converter's full contract, value by value."""
+        if schema is None and fast is not None:
+            try:
+                if None not in column:
+                    fast(column[0])
+                    return cast("Callable[[Any], bytes | None]", fast)
+            except Exception:  # the full contract below
+                pass
+
+        def encode(data: Any) -> bytes | None:
+            return None if data is None else self._encode_counted(converter, topic, schema,
+                                                                  data, what)
+        return encode
+
+    def _send_row(self, topic: str, value: Any, key: Any, partition: int,
+                  timestamp: int | None, headers: Any, batch: RecordBatch) -> None:
+        """One row of ``batch`` through the full converters, then ``produce`` (waits
+        out a full queue, translates client errors)."""
+        encoded_key = None if key is None else self._encode_counted(
+            self.key_converter, topic, batch.key_schema, key, "key")
+        encoded_value = None if value is None else self._encode_counted(
+            self.value_converter, topic, batch.value_schema, value, "value")
+        while True:
+            try:
+                self.producer.produce(topic, encoded_value, encoded_key, partition, None, None,
+                                      timestamp or 0, headers)
+                return
+            except BufferError:
+                self.producer.poll(QUEUE_FULL_BACKOFF_S)
             except Exception as e:
                 raise translate_kafka_error(e, f"produce to {topic!r} by task {self.label}") from e
+
+    def _encode_counted(self, converter: Converter, topic: str, schema: Schema | None,
+                        data: Any, what: str) -> bytes | None:
+        try:
+            return self._convert_one(converter, topic, schema, data, what)
+        except DataException:
+            self.errors.count_failure()
+            raise
 
     def _send_processed(self, record: SourceRecord,
                         on_delivery: DeliveryCallback | None) -> bool:

@@ -289,6 +289,39 @@ def test_every_column_reaches_kafka(
         ({"p": 0}, {"n": 4}), ({"p": 1}, None)]
 
 
+def test_a_value_the_fast_encoder_refuses_mid_column_takes_the_full_contract(
+        kafka_bootstrap: str, topics: tuple[str, str], unique_name: Callable[[str], str]) -> None:
+    # The column's first value suits orjson, so the column gets the C encoder;
+    # later rows it refuses (bytes to pass through, a dataclass-free Decimal-like
+    # value JsonConverter writes itself) go alone through from_connect, in order.
+    out, offsets = topics
+    mixed = RecordBatch(out, values=[{"a": 1}, b"raw", {"b": 2}, 2**70, {"c": 3}],
+                        keys=["k0", b"k1", "k2", "k3", "k4"], source_partition={"p": 0},
+                        source_offset={"n": 5})
+    task = BatchTask([[mixed]])
+    loop = eos_loop(kafka_bootstrap, offsets, task, BoundaryPolicy("poll", 0, None),
+                    unique_name("txn"))
+    assert run_until(loop, lambda: task.commits >= 1) is Outcome.STOPPED
+    messages = read_raw(kafka_bootstrap, out, 1)
+    assert [(m.key(), m.value()) for m in messages] == [
+        (b"k0", b'{"a":1}'), (b"k1", b"raw"), (b"k2", b'{"b":2}'),
+        (b"k3", str(2**70).encode()), (b"k4", b'{"c":3}')]
+    assert stored_offsets(kafka_bootstrap, offsets) == [({"p": 0}, {"n": 5})]
+
+
+def test_a_value_no_converter_takes_fails_the_task_naming_the_topic(
+        kafka_bootstrap: str, topics: tuple[str, str], unique_name: Callable[[str], str]) -> None:
+    out, offsets = topics
+    bad = RecordBatch(out, values=[{"a": 1}, object(), {"c": 3}], source_partition={"p": 0},
+                      source_offset={"n": 3})
+    task = BatchTask([[record(out, 0)], [record(out, 1), bad]])
+    loop = eos_loop(kafka_bootstrap, offsets, task, BoundaryPolicy("poll", 0, None),
+                    unique_name("txn"))
+    with pytest.raises(DataException, match=re.escape(f"for topic {out} failed")):
+        run_until(loop, lambda: False, timeout=10)
+    assert values_of(kafka_bootstrap, out) == [{"seq": 0}]  # the earlier poll only
+
+
 # ------------------------------------------------------------------- aborts
 
 

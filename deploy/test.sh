@@ -7,9 +7,10 @@ cd "$repo"
 bash deploy/setup.sh
 # The deployment checks (tests/deploy/) need helm, etcd, kube-apiserver and a
 # Docker engine: built or installed once per machine, cached under
-# ~/.cache/connect-runtime (minutes the first time, instant after).
+# ~/.cache/connect-runtime (minutes the first time, instant after). debootstrap
+# makes the container image's Debian base (deploy/docker/base-image.sh).
 echo "== Kubernetes and container tools"
-for tool in helm etcd kube-apiserver dockerd; do bash deploy/kubernetes/tools.sh "$tool" >/dev/null; done
+for tool in helm etcd kube-apiserver dockerd debootstrap; do bash deploy/kubernetes/tools.sh "$tool" >/dev/null; done
 # The SQL source's tests start Debian's PostgreSQL server (tests/postgres_helpers.py).
 if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
   echo "== installing Debian's postgresql"

@@ -269,6 +269,10 @@ class RecordSender:
             except BufferError:
                 self.producer.poll(QUEUE_FULL_BACKOFF_S)
                 start = i
+            except DataException:
+                # The full contract refused row i and counted the failure: trying
+                # it again would count it twice.
+                raise
             except Exception:
                 # A value the column's fast encoder refused (or a produce error):
                 # row i by the converters' full contract, alone, then on after it.

@@ -65,10 +65,12 @@ trap cleanup EXIT
 make_rootfs() {
   root="$(mktemp -d "$cache/rootfs.XXXXXX")"
 
+  # A new machine may not have debootstrap: tools.sh installs Debian's package.
+  local debootstrap include
+  debootstrap="$(bash "$(dirname "${BASH_SOURCE[0]}")/../kubernetes/tools.sh" debootstrap)"
   log "debootstrap $suite (${packages[*]}) from $mirror into $root (a few minutes)"
-  local include
   include="$(IFS=,; echo "${packages[*]}")"
-  debootstrap --variant=minbase --include="$include" "$suite" "$root" "$mirror" >&2
+  "$debootstrap" --variant=minbase --include="$include" "$suite" "$root" "$mirror" >&2
 
   log "applying $suite-security and $suite-updates"
   cat >"$root/etc/apt/sources.list" <<EOF

@@ -309,10 +309,17 @@ def test_a_value_the_fast_encoder_refuses_mid_column_takes_the_full_contract(
     assert stored_offsets(kafka_bootstrap, offsets) == [({"p": 0}, {"n": 5})]
 
 
-def test_a_value_no_converter_takes_fails_the_task_naming_the_topic(
-        kafka_bootstrap: str, topics: tuple[str, str], unique_name: Callable[[str], str]) -> None:
+@pytest.mark.parametrize("first_bad", [False, True],
+                         ids=["fast-encoder-column", "full-contract-column"])
+def test_a_value_no_converter_takes_fails_the_task_naming_the_topic_counted_once(
+        kafka_bootstrap: str, topics: tuple[str, str], unique_name: Callable[[str], str],
+        first_bad: bool) -> None:
+    # A bad first value gives the whole column the converter's full contract
+    # (no C encoder), which counts the failure itself: the task error metrics
+    # must see one failure either way, as for a SourceRecord.
     out, offsets = topics
-    bad = RecordBatch(out, values=[{"a": 1}, object(), {"c": 3}], source_partition={"p": 0},
+    values = [object(), {"c": 3}] if first_bad else [{"a": 1}, object(), {"c": 3}]
+    bad = RecordBatch(out, values=values, source_partition={"p": 0},
                       source_offset={"n": 3})
     task = BatchTask([[record(out, 0)], [record(out, 1), bad]])
     loop = eos_loop(kafka_bootstrap, offsets, task, BoundaryPolicy("poll", 0, None),
@@ -320,6 +327,8 @@ def test_a_value_no_converter_takes_fails_the_task_naming_the_topic(
     with pytest.raises(DataException, match=re.escape(f"for topic {out} failed")):
         run_until(loop, lambda: False, timeout=10)
     assert values_of(kafka_bootstrap, out) == [{"seq": 0}]  # the earlier poll only
+    counts = loop._sender.errors.counts
+    assert (counts.record_errors, counts.record_failures) == (1, 1)
 
 
 # ------------------------------------------------------------------- aborts

@@ -62,14 +62,14 @@ def summarize(collapsed: str, top: int) -> str:
     per_line: collections.Counter[tuple[str, str, int]] = collections.Counter()
     total = 0
     for line in collapsed.splitlines():
-        stack, _, count = line.rpartition(" ")
+        stack, _, samples = line.rpartition(" ")
         if LOOP_FRAME not in stack:
             continue
-        total += int(count)
+        total += int(samples)
         leaf = stack.split(";")[-1]  # "function (path:line)"
         function, _, where = leaf.partition(" (")
-        path, _, number = where.rstrip(")").rpartition(":")
-        per_line[(function, path, int(number or 0))] += int(count)
+        path, _, line_number = where.rstrip(")").rpartition(":")
+        per_line[(function, path, int(line_number or 0))] += int(samples)
     rows = ["| self time | function | line | code |", "|---|---|---|---|"]
     for (function, path, number), count in per_line.most_common(top):
         code = linecache.getline(path, number).strip().replace("|", "\\|")[:70]

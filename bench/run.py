@@ -22,6 +22,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import asdict
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -79,14 +80,14 @@ def limit_scenarios(bootstrap: str, runs: int, n100: int, n1k: int) -> list[Scen
         for label, (every, ms) in MODES.items():
             k = n * long_factor(ms)
             out.append(repeat(Scenario("limit", f"{label}, {size} B"), runs,
-                              lambda e=every, m=ms, s=size, k=k: run_limit(bootstrap, k, s, e, m)))
+                              partial(run_limit, bootstrap, k, size, every, ms)))
             if ms is not None:
                 out.append(repeat(Scenario("limit-java", f"{label}, {size} B"), runs,
-                                  lambda m=ms, s=size, k=k: run_java_limit(bootstrap, k, s, m)))
+                                  partial(run_java_limit, bootstrap, k, size, ms)))
         out.append(repeat(Scenario("limit", f"no txn, {size} B"), runs,
-                          lambda s=size, k=n: run_limit(bootstrap, k, s, None, None, False)))
+                          partial(run_limit, bootstrap, n, size, None, None, False)))
         out.append(repeat(Scenario("limit-java", f"no txn, {size} B"), runs,
-                          lambda s=size, k=n: run_java_limit(bootstrap, k, s, None, False)))
+                          partial(run_java_limit, bootstrap, n, size, None, False)))
     return out
 
 
@@ -147,8 +148,8 @@ def loop_scenarios(bootstrap: str, runs: int, n100: int) -> list[Scenario]:
             boundary, value, _ = BOUNDARIES[label]
             _, k = _transactions_and_records(boundary, value, 2 * n100)
             out.append(repeat(Scenario("loop", f"{connector} {label}, 100 B"), runs,
-                              lambda c=connector, b=boundary, v=value, k=k: run_loop(
-                                  bootstrap, c, b, v, k, 100)))
+                              partial(run_loop, bootstrap, connector, boundary, value, k,
+                                      100)))
     _, k = _transactions_and_records("interval", 100, 2 * n100)
     out.append(repeat(Scenario("loop", f"sequence interval 100 ms, 100 B, {RECORDS_FORM}"),
                       runs, lambda: run_loop(bootstrap, "sequence", "interval", 100, k,
@@ -189,8 +190,9 @@ def file_scenarios(group: str, worker: Any, connector_class: str, runs: int, n10
         hint, k = _transactions_and_records(boundary, value, n100)
         path = write_inputs(workdir, k, 100)
         out.append(repeat(Scenario(group, f"file {label}, 100 B"), runs,
-                          lambda b=boundary, v=value, h=hint, k=k, p=path: run_connector(
-                              worker, file_config(p, b, v, connector_class), k, 1, 100, h)))
+                          partial(run_connector, worker,
+                                  file_config(path, boundary, value, connector_class), k, 1,
+                                  100, hint)))
     return out
 
 

@@ -24,14 +24,15 @@ import os
 import tempfile
 import time
 import uuid
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
 from confluent_kafka import Producer
 
 from bench.common import Measurement, create_topic
 from bench.limit import COMMON
 from bench.project import write_lines
+from connect_runtime.api.record import SourcePartition
 from connect_runtime.api.task import SourceTask
 from connect_runtime.connectors.file import TASK_FILES, FileStreamSourceTask
 from connect_runtime.connectors.sequence import TASK_ID, TASK_PARTITIONS, SequenceSourceTask
@@ -45,10 +46,11 @@ from connect_runtime.task.startup import TaskContext
 class _NoOffsets:
     """An offsets reader of a connector that never committed: every task starts at 0."""
 
-    def offset(self, partition: Any) -> None:
+    def offset(self, partition: SourcePartition) -> dict[str, object] | None:
         return None
 
-    def offsets(self, partitions: Any) -> list[tuple[Any, None]]:
+    def offsets(self, partitions: Iterable[SourcePartition]
+                ) -> list[tuple[SourcePartition, dict[str, object] | None]]:
         return [(p, None) for p in partitions]
 
 

@@ -111,6 +111,17 @@ def expand(batch: RecordBatch) -> list[SourceRecord]:
                                                      headers, strict=True)]
 
 
+def row(batch: RecordBatch, i: int) -> SourceRecord:
+    """Row ``i`` of a checked ``batch`` as :func:`expand` makes it, alone."""
+    return SourceRecord(
+        batch.source_partition,
+        batch.source_offsets[i] if batch.source_offsets is not None else batch.source_offset,
+        batch.topic, batch.values[i], None if batch.keys is None else batch.keys[i],
+        batch.partition, None if batch.headers is None else batch.headers[i],
+        None if batch.timestamps is None else batch.timestamps[i],
+        batch.key_schema, batch.value_schema)
+
+
 def offset_carrier(batch: RecordBatch) -> SourceRecord:
     """A value-less record carrying the batch's source partition and last offset:
     what offset tracking needs of a batch that is sent whole."""

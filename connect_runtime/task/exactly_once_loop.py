@@ -202,21 +202,24 @@ class ExactlyOnceTaskLoop(TaskLoop):
     def _send_batch(self, batch: Sequence[Any]) -> int:
         if has_batches(batch):
             return self._send_items(batch)
-        if self.boundary.context is None and not self._wants_metadata:
-            # The common case: the batch goes out whole, inside one transaction.
-            if not self._in_txn:
-                self._begin()  # step 1
-            sent = self._sender.send_batch(batch)  # step 2
-            self._txn_size += sent
-            self._track_offsets(batch)
-            if self.metrics is not None:
-                self.metrics.written += sent
-                self.metrics.set_active(self._txn_size)
-            return len(batch)
-        self._send_records(batch)
+        self._send_run(batch)
         if self.metrics is not None:
             self.metrics.set_active(self._txn_size)
         return len(batch)
+
+    def _send_run(self, records: Sequence[SourceRecord]) -> None:
+        """A run of records: whole inside the open transaction in the common case,
+        else record by record."""
+        if self.boundary.context is None and not self._wants_metadata:
+            if not self._in_txn:
+                self._begin()  # step 1
+            sent = self._sender.send_batch(records)  # step 2
+            self._txn_size += sent
+            self._track_offsets(records)
+            if self.metrics is not None:
+                self.metrics.written += sent
+        else:
+            self._send_records(records)
 
     def _send_records(self, batch: Sequence[SourceRecord]) -> None:
         """Record by record: connector-defined boundaries, tasks that want metadata."""
@@ -237,16 +240,7 @@ class ExactlyOnceTaskLoop(TaskLoop):
         count = 0
         for segment in segments(items, self.label):
             if type(segment) is list:
-                if self.boundary.context is None and not self._wants_metadata:
-                    if not self._in_txn:
-                        self._begin()
-                    sent = self._sender.send_batch(segment)
-                    self._txn_size += sent
-                    self._track_offsets(segment)
-                    if self.metrics is not None:
-                        self.metrics.written += sent
-                else:
-                    self._send_records(segment)
+                self._send_run(segment)
                 count += len(segment)
                 continue
             assert isinstance(segment, RecordBatch)

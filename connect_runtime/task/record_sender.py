@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 from connect_runtime.api.schema import infer
 from connect_runtime.converters import SimpleHeaderConverter, fast_encoder
 from connect_runtime.errors import DataException, translate_kafka_error
-from connect_runtime.task.batches import check, expand
+from connect_runtime.task.batches import expand, row
 from connect_runtime.task.error_handler import ErrorHandler, RecordSkipped
 
 if TYPE_CHECKING:
@@ -217,17 +217,16 @@ class RecordSender:
         delivery callbacks (the exactly-once path). Returns how many rows were
         produced.
 
-        The batch is checked first (:func:`~connect_runtime.task.batches.check`).
-        With transforms or error handling its rows go through ``send`` as
-        records; otherwise the topic is checked once, each column gets one
-        encoder for all its rows (:meth:`_column_encoder`), and each row is
-        encoded and produced in one C-level step: encoding a whole column
-        first would keep every encoded value alive until the last is produced,
-        and fresh memory for each costs more than the encoding (orjson: ~250 ns
-        a value when each is freed at once, 1.3-2.6 µs when a column of them
-        is kept).
+        ``batch`` has passed :func:`~connect_runtime.task.batches.check` (the
+        loop checks it before anything of it is sent). With transforms or error
+        handling its rows go through ``send`` as records; otherwise the topic
+        is checked once, each column gets one encoder for all its rows
+        (:meth:`_column_encoder`), and each row is encoded and produced in one
+        C-level step: encoding a whole column first would keep every encoded
+        value alive until the last is produced, and fresh memory for each
+        costs more than the encoding (orjson: ~250 ns a value when each is
+        freed at once, 1.3-2.6 µs when a column of them is kept).
         """
-        check(batch, self.label)
         n = len(batch.values)
         if not n:
             return 0
@@ -275,10 +274,11 @@ class RecordSender:
                 raise
             except Exception:
                 # A value the column's fast encoder refused (or a produce error):
-                # row i by the converters' full contract, alone, then on after it.
-                self._send_row(topic, values[i], None if keys is None else keys[i],
-                               part, timestamps[i] if timestamps is not None else None,
-                               None if headers is None else headers[i], batch)
+                # row i as a record, by the converters' full contract, alone,
+                # then on after it.
+                record = row(batch, i)
+                key, value = self._convert_counted(record, topic)
+                self._produce(record, topic, value, key, None)
                 start = i + 1
         return n
 
@@ -300,24 +300,6 @@ class RecordSender:
             return None if data is None else self._encode_counted(converter, topic, schema,
                                                                   data, what)
         return encode
-
-    def _send_row(self, topic: str, value: Any, key: Any, partition: int,
-                  timestamp: int | None, headers: Any, batch: RecordBatch) -> None:
-        """One row of ``batch`` through the full converters, then ``produce`` (waits
-        out a full queue, translates client errors)."""
-        encoded_key = None if key is None else self._encode_counted(
-            self.key_converter, topic, batch.key_schema, key, "key")
-        encoded_value = None if value is None else self._encode_counted(
-            self.value_converter, topic, batch.value_schema, value, "value")
-        while True:
-            try:
-                self.producer.produce(topic, encoded_value, encoded_key, partition, None, None,
-                                      timestamp or 0, headers)
-                return
-            except BufferError:
-                self.producer.poll(QUEUE_FULL_BACKOFF_S)
-            except Exception as e:
-                raise translate_kafka_error(e, f"produce to {topic!r} by task {self.label}") from e
 
     def _encode_counted(self, converter: Converter, topic: str, schema: Schema | None,
                         data: Any, what: str) -> bytes | None:

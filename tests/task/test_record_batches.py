@@ -156,6 +156,16 @@ def rows(topic: str, start: int, count: int, *, partition: dict[str, Any] | None
                        **columns)
 
 
+def fails_with_nothing_committed(loop: TaskLoop, error: type[Exception], match: str,
+                                 bootstrap: str, topics: tuple[str, str]) -> None:
+    """``loop`` fails with ``error`` (message matching ``match``) and neither its
+    output topic nor its offsets topic shows a committed record."""
+    with pytest.raises(error, match=match):
+        run_until(loop, lambda: False, timeout=10)
+    for topic in topics:
+        assert read_committed(bootstrap, topic) == [], topic
+
+
 def record(topic: str, n: int, partition: dict[str, Any] | None = None,
            offset: dict[str, Any] | None = None) -> SourceRecord:
     return SourceRecord(partition if partition is not None else {"p": 0},
@@ -516,10 +526,7 @@ def test_a_non_flat_offset_or_partition_in_a_batch_fails_the_task(
     task = BatchTask([[record(out, 0, {"p": 1}), batch]])
     loop = eos_loop(kafka_bootstrap, offsets, task, BoundaryPolicy("poll", 0, None),
                     unique_name("txn"))
-    with pytest.raises(InvalidOffsetException, match="nested"):
-        run_until(loop, lambda: False, timeout=10)
-    assert read_committed(kafka_bootstrap, out) == []
-    assert read_committed(kafka_bootstrap, offsets) == []
+    fails_with_nothing_committed(loop, InvalidOffsetException, "nested", kafka_bootstrap, topics)
 
 
 def test_a_batch_for_the_offsets_topic_fails_the_task(
@@ -528,10 +535,7 @@ def test_a_batch_for_the_offsets_topic_fails_the_task(
     task = BatchTask([[record(out, 0), rows(offsets, 1, 2)]])
     loop = eos_loop(kafka_bootstrap, offsets, task, BoundaryPolicy("poll", 0, None),
                     unique_name("txn"))
-    with pytest.raises(DataException, match="internal topics"):
-        run_until(loop, lambda: False, timeout=10)
-    assert read_committed(kafka_bootstrap, out) == []
-    assert read_committed(kafka_bootstrap, offsets) == []
+    fails_with_nothing_committed(loop, DataException, "internal topics", kafka_bootstrap, topics)
 
 
 @pytest.mark.parametrize("mode", ["exactly-once", "at-least-once"])
@@ -543,11 +547,9 @@ def test_an_item_neither_record_nor_batch_fails_the_task_naming_its_index(
     loop: TaskLoop = (eos_loop(kafka_bootstrap, offsets, task, BoundaryPolicy("poll", 0, None),
                                unique_name("txn")) if mode == "exactly-once"
                       else alo_loop(kafka_bootstrap, offsets, task))
-    with pytest.raises(DataException, match="returned a dict at index 2 of its list"):
-        run_until(loop, lambda: False, timeout=10)
     # Nothing of the poll was sent: the list is checked before its first item goes.
-    assert read_committed(kafka_bootstrap, out) == []
-    assert read_committed(kafka_bootstrap, offsets) == []
+    fails_with_nothing_committed(loop, DataException, "returned a dict at index 2 of its list",
+                                 kafka_bootstrap, topics)
 
 
 @pytest.mark.parametrize("values", [b"[1,2,3]", "abc", {"seq": 0}],

@@ -9,7 +9,9 @@
 # Environment (all optional):
 #   KAFKA_CACHE_DIR       where jars are cached          (default: <repo>/.cache)
 #   KAFKA_DATA_DIR        log dirs, pid file, broker log (default: <repo>/.cache/kafka-data)
-#   KAFKA_PORT            client listener on 127.0.0.1   (default: 9092)
+#   KAFKA_HOST            the client listener's address   (default: 127.0.0.1; the
+#                         Kubernetes cluster's broker listens on its bridge, cluster.sh)
+#   KAFKA_PORT            client listener port            (default: 9092)
 #   KAFKA_CONTROLLER_PORT KRaft controller listener      (default: KAFKA_PORT + 1)
 #   KAFKA_HEAP            JVM heap                        (default: 768m)
 #   KAFKA_STOP_TIMEOUT    seconds before SIGKILL on stop  (default: 20)
@@ -27,6 +29,7 @@ kafka_version="$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$her
 cache_dir="${KAFKA_CACHE_DIR:-$repo/.cache}"
 libs="$cache_dir/kafka-$kafka_version/libs"
 data_dir="${KAFKA_DATA_DIR:-$repo/.cache/kafka-data}"
+host="${KAFKA_HOST:-127.0.0.1}"
 port="${KAFKA_PORT:-9092}"
 controller_port="${KAFKA_CONTROLLER_PORT:-$((port + 1))}"
 heap="${KAFKA_HEAP:-768m}"
@@ -80,7 +83,7 @@ EOF
 
 write_properties() {
   mkdir -p "$data_dir/logs"
-  local listeners="PLAINTEXT://127.0.0.1:$port" protocols="PLAINTEXT:PLAINTEXT"
+  local listeners="PLAINTEXT://$host:$port" protocols="PLAINTEXT:PLAINTEXT"
   if [ -n "$sasl_port" ]; then
     listeners+=",SASL_PLAINTEXT://127.0.0.1:$sasl_port"
     protocols+=",SASL_PLAINTEXT:SASL_PLAINTEXT"
@@ -126,11 +129,11 @@ running() {
   [ -f "$pid_file" ] && kill -0 "$(cat "$pid_file")" 2>/dev/null
 }
 
-port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; }
+port_open() { (exec 3<>"/dev/tcp/$host/$port") 2>/dev/null; }
 
 start() {
   fetch
-  if running; then log "already running (pid $(cat "$pid_file")) on 127.0.0.1:$port"; return 0; fi
+  if running; then log "already running (pid $(cat "$pid_file")) on $host:$port"; return 0; fi
   if [ -n "$sasl_port" ]; then check_sasl_users; fi
   write_properties
   if [ ! -f "$data_dir/logs/meta.properties" ]; then format_storage; fi
@@ -147,8 +150,8 @@ start() {
     if [ $SECONDS -ge $deadline ]; then log "broker not listening after 60s"; exit 1; fi
     sleep 0.2
   done
-  log "broker $kafka_version running (pid $(cat "$pid_file")) on 127.0.0.1:$port, data in $data_dir"
-  echo "127.0.0.1:$port"
+  log "broker $kafka_version running (pid $(cat "$pid_file")) on $host:$port, data in $data_dir"
+  echo "$host:$port"
 }
 
 stop() {

@@ -5,12 +5,18 @@ set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo"
 bash deploy/setup.sh
-# The deployment checks (tests/deploy/) need helm, etcd, kube-apiserver and a
-# Docker engine: built or installed once per machine, cached under
-# ~/.cache/connect-runtime (minutes the first time, instant after). debootstrap
-# makes the container image's Debian base (deploy/docker/base-image.sh).
+# The deployment checks (tests/deploy/) need helm, a Docker engine and a whole
+# single-node Kubernetes cluster (deploy/kubernetes/cluster.sh: etcd, the
+# Kubernetes binaries, CoreDNS, crictl, a pause binary, Debian's containerd,
+# runc, CNI plugins, iptables and conntrack): built or installed once per
+# machine, cached under ~/.cache/connect-runtime (about 20 minutes the first
+# time on 2 cores, instant after). debootstrap makes the container image's
+# Debian base (deploy/docker/base-image.sh).
 echo "== Kubernetes and container tools"
-for tool in helm etcd kube-apiserver dockerd debootstrap; do bash deploy/kubernetes/tools.sh "$tool" >/dev/null; done
+for tool in helm etcd kube-apiserver kubelet coredns crictl pause containerd runc cni-plugins \
+            iptables conntrack busybox dockerd debootstrap; do
+  bash deploy/kubernetes/tools.sh "$tool" >/dev/null
+done
 # The SQL source's tests start Debian's PostgreSQL server (tests/postgres_helpers.py).
 if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
   echo "== installing Debian's postgresql"
@@ -24,6 +30,6 @@ if ! command -v chromium >/dev/null 2>&1; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >&2 \
     || { apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >&2; }
 fi
-echo "== ruff" && .venv/bin/ruff check connect_runtime rest connectors tests bench examples
+echo "== ruff" && .venv/bin/ruff check connect_runtime rest connectors tests bench examples deploy/kubernetes
 echo "== mypy" && bash deploy/typecheck.sh
 echo "== pytest" && exec .venv/bin/python -m pytest -q -p no:cacheprovider "$@"

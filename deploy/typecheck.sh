@@ -20,5 +20,7 @@ cd "$view"
 # so are the benchmarks, which import the tests' harness (bench/common.py puts
 # tests/ and tests/e2e/ on sys.path the same way).
 export MYPYPATH="$repo/examples/http_source:$repo/tests:$repo/tests/e2e"
-exec "$repo/.venv/bin/mypy" --config-file "$repo/pyproject.toml" -p connect_runtime -p http_source \
+"$repo/.venv/bin/mypy" --config-file "$repo/pyproject.toml" -p connect_runtime -p http_source \
   -p bench "$@"
+# The single-node Kubernetes cluster's script (stdlib only).
+exec "$repo/.venv/bin/mypy" --config-file "$repo/pyproject.toml" "$repo/deploy/kubernetes/cluster.py"

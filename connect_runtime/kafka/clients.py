@@ -19,6 +19,7 @@ Construction errors (``KafkaException``) are translated to our error tree here.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -35,7 +36,13 @@ from confluent_kafka import (
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from connect_runtime.config.kafka_security import CLIENT_CLASSES
-from connect_runtime.errors import ConnectError, KafkaAuthenticationError, translate_kafka_error
+from connect_runtime.errors import (
+    ConnectError,
+    KafkaAuthenticationError,
+    KafkaClientError,
+    KafkaTimeoutError,
+    translate_kafka_error,
+)
 
 if TYPE_CHECKING:
     from connect_runtime.config.worker_config import WorkerConfig
@@ -66,6 +73,7 @@ _TRANSIENT_CODES = frozenset({
 })
 
 ACCESS_CHECK_TIMEOUT = 30.0
+_LOG_CRITICAL_ONLY = 2  # librdkafka's log_level takes syslog(3) levels
 
 ClientConfig = Mapping[str, Any]
 
@@ -225,27 +233,39 @@ def _construct(cls: Any, conf: dict[str, Any], context: str) -> Any:
 
 
 def check_cluster_access(
-    conf: ClientConfig, kind: str = "admin", timeout: float = ACCESS_CHECK_TIMEOUT
+    conf: ClientConfig, kind: str = "admin", timeout: float = ACCESS_CHECK_TIMEOUT,
+    stop: threading.Event | None = None,
 ) -> bool:
     """First contact: return True once the brokers answer a metadata request
-    from a ``kind`` client (producer, consumer, admin) built from ``conf``.
+    from a ``kind`` client (producer, consumer, admin) built from ``conf``;
+    False if ``stop`` is set first (it is looked at about once a second).
 
     Raises KafkaAuthenticationError as soon as they refuse its SASL credentials
     or TLS handshake (within a second or so). Without this, a refused login is
     invisible: the worker's admin client is never polled, so librdkafka's error
-    is never delivered, and every request just times out. If the brokers do not
-    answer within ``timeout`` for another reason (not up yet), the errors seen
-    are logged and False is returned: the caller goes on as it would have.
+    is never delivered, and every request just times out.
+
+    Raises KafkaClientError when librdkafka has reported every bootstrap broker
+    down for a second (connection refused, name not resolved), and
+    KafkaTimeoutError when the brokers do not answer within ``timeout`` for
+    another reason; both messages name ``bootstrap.servers`` and the latest
+    error of each kind librdkafka reported. The refused login is looked for
+    first: a broker that refuses one closes the connection, so "all brokers
+    down" follows it.
     """
     errors: list[KafkaError] = []
     probe: dict[str, Any] = {**conf, "error_cb": errors.append}
     probe.setdefault("logger", log)
+    # What goes wrong reaches error_cb and is reported once, in the error raised
+    # below; librdkafka would also log each failed connection (several a second).
+    probe.setdefault("log_level", _LOG_CRITICAL_ONLY)
     probe.setdefault("client.id", f"connect-runtime-access-check-{kind}")
     if kind == "consumer":
         probe.setdefault("group.id", ASSIGN_ONLY_GROUP_ID)
     client = _construct(CLIENT_CLASSES[kind], probe, f"create {kind} client")
     where = conf.get("bootstrap.servers")
     deadline = time.monotonic() + timeout
+    all_down = False  # seen in an earlier round: a refused login had a round to show
     try:
         while True:
             remaining = deadline - time.monotonic()
@@ -264,11 +284,20 @@ def check_cluster_access(
                     f"or sasl.username and sasl.password), or the TLS settings")
                 if isinstance(translated, KafkaAuthenticationError):
                     raise translated
-            if remaining <= 0:
-                seen = sorted({f"{e.name()}: {e.str()}" for e in errors})
-                log.warning("Kafka at %s did not answer the %s client within %.0f s; going on. "
-                            "Errors: %s", where, kind, timeout, "; ".join(seen) or "none")
+            if stop is not None and stop.is_set():
                 return False
+            latest = {e.name(): e.str() for e in errors}  # later errors overwrite
+            seen = "; ".join(f"{name}: {text}" for name, text in sorted(latest.items()))
+            if all_down:
+                raise KafkaClientError(
+                    f"no answer from Kafka at bootstrap.servers={where} to the {kind} "
+                    f"client: {seen}", code=KafkaError._ALL_BROKERS_DOWN)
+            all_down = "_ALL_BROKERS_DOWN" in latest
+            if remaining <= 0:
+                raise KafkaTimeoutError(
+                    f"no answer from Kafka at bootstrap.servers={where} to the {kind} "
+                    f"client within {timeout:.0f} s: {seen or 'no error reported'}",
+                    code=KafkaError._TIMED_OUT)
     finally:
         if isinstance(client, Consumer):
             client.close()

@@ -59,6 +59,14 @@ KEY_REFRESH_INTERVAL_S = 5.0
 RECONNECT_BACKOFF_S = (0.1, 0.25, 0.5, 1.0, 2.0)
 
 
+def where_this_runs() -> str:
+    """The name an operator finds this process by: the executor pod's name on
+    Kubernetes (Spark sets SPARK_EXECUTOR_POD_NAME on its executor pods, and
+    their host names are cut to 63 characters from the front, so a long pod
+    name is not its host name), the host name elsewhere."""
+    return os.environ.get("SPARK_EXECUTOR_POD_NAME") or socket.gethostname()
+
+
 class SlotControl:
     """The slot's channel to the driver, and the commands it carries."""
 
@@ -68,7 +76,7 @@ class SlotControl:
         self.run_id = uuid.uuid4().hex
         self.url = channel_url(spec.worker_url, spec.connector, spec.task)
         self._hello = SlotHello(run_id=self.run_id, generation=spec.generation,
-                                attempt=attempt, pid=os.getpid(), host=socket.gethostname())
+                                attempt=attempt, pid=os.getpid(), host=where_this_runs())
         self.state = State.UNASSIGNED
         self.trace: str | None = None
         self.fenced = False

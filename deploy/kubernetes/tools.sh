@@ -4,7 +4,7 @@
 #
 #   tools.sh helm            helm, built from the Go module proxy
 #   tools.sh kube-apiserver  kube-apiserver, built from the Go module proxy
-#   tools.sh etcd            etcd from Debian's etcd-server package
+#   tools.sh etcd            etcd, built from the Go module proxy
 #   tools.sh dockerd         dockerd from Debian's docker.io package
 #
 # Built tools are cached outside the clone, keyed by version, under
@@ -16,6 +16,9 @@ set -euo pipefail
 
 HELM_VERSION="${HELM_VERSION:-v4.3.1}"
 KUBERNETES_VERSION="${KUBERNETES_VERSION:-v1.37.2}"
+COREDNS_VERSION="${COREDNS_VERSION:-v1.13.1}"
+CRI_TOOLS_VERSION="${CRI_TOOLS_VERSION:-v1.34.0}"
+ETCD_VERSION="${ETCD_VERSION:-v3.6.16}"
 cache="${CONNECT_RUNTIME_CACHE:-$HOME/.cache/connect-runtime}"
 
 log() { echo "tools.sh: $*" >&2; }
@@ -44,10 +47,16 @@ build_helm() {
   echo "$dir/helm"
 }
 
-build_kube_apiserver() {
-  local dir="$cache/kube-apiserver-$KUBERNETES_VERSION"
-  if [ ! -x "$dir/kube-apiserver" ]; then
-    log "building kube-apiserver $KUBERNETES_VERSION from the Go module proxy into $dir (about 10 minutes the first time)"
+# The Kubernetes binaries of one version, built together (one go build shares
+# its cache: the second binary costs a fraction of the first).
+KUBERNETES_BINARIES="kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl"
+
+build_kubernetes() {
+  local dir="$cache/kubernetes-$KUBERNETES_VERSION"
+  local missing="" b
+  for b in $KUBERNETES_BINARIES; do [ -x "$dir/$b" ] || missing=1; done
+  if [ -n "$missing" ]; then
+    log "building Kubernetes $KUBERNETES_VERSION ($KUBERNETES_BINARIES) from the Go module proxy into $dir (about 15 minutes the first time)"
     local src="$dir.src"
     rm -rf "$src" && mkdir -p "$src"
     # k8s.io/kubernetes is not meant to be required: its go.mod replaces each
@@ -59,7 +68,7 @@ build_kube_apiserver() {
     mod="$(cd "$src" && GOFLAGS=-mod=mod go mod download -json "k8s.io/kubernetes@$KUBERNETES_VERSION" \
            | python3 -c 'import json,sys; print(json.load(sys.stdin)["GoMod"])')"
     {
-      echo "module connect-runtime.local/kube-apiserver-build"
+      echo "module connect-runtime.local/kubernetes-build"
       echo
       echo "go $(go env GOVERSION | sed -E 's/^go([0-9]+\.[0-9]+).*/\1/')"
       echo
@@ -67,12 +76,15 @@ build_kube_apiserver() {
       echo
       echo "replace ("
       # Only the staging modules that are published: sample-* are not, and
-      # kube-apiserver needs none of them.
+      # no binary built here needs them.
       grep -E '=> \./staging/' "$mod" | awk '{print $1}' | grep -v '^k8s.io/sample-' \
         | while read -r m; do echo "	$m => $m $staging_version"; done
       echo ")"
     } >"$src/go.mod"
-    (cd "$src" && go get -tool "k8s.io/kubernetes/cmd/kube-apiserver@$KUBERNETES_VERSION" >&2)
+    local pkgs=""
+    for b in $KUBERNETES_BINARIES; do pkgs+=" k8s.io/kubernetes/cmd/$b"; done
+    # shellcheck disable=SC2086
+    (cd "$src" && for p in $pkgs; do go get -tool "$p@$KUBERNETES_VERSION" >&2; done)
     # kubectl and helm parse the server's version; an unset one ("v0.0.0-master")
     # makes them refuse to talk to it.
     local minor="${KUBERNETES_VERSION#v1.}"; minor="${minor%%.*}"
@@ -81,12 +93,70 @@ build_kube_apiserver() {
       ldflags+=" -X $pkg.gitVersion=$KUBERNETES_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
       ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
     done
-    (cd "$src" && CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" \
-       -o "$src/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver >&2)
-    mkdir -p "$dir.tmp" && mv "$src/kube-apiserver" "$dir.tmp/"
+    mkdir -p "$src/bin"
+    # shellcheck disable=SC2086
+    (cd "$src" && CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$src/bin/" $pkgs >&2)
+    rm -rf "$dir.tmp" && mv "$src/bin" "$dir.tmp"
     rm -rf "$dir" "$src" && mv "$dir.tmp" "$dir"
   fi
-  echo "$dir/kube-apiserver"
+  echo "$dir"
+}
+
+# A Go program installed from the Go module proxy into $cache/<name>-<version>.
+go_tool() {
+  local name="$1" version="$2" package="$3" dir="$cache/$1-$2"
+  if [ ! -x "$dir/$name" ]; then
+    log "building $name $version from the Go module proxy into $dir"
+    rm -rf "$dir.tmp"
+    GOBIN="$dir.tmp" CGO_ENABLED=0 go install -trimpath -ldflags "-s -w" "$package@$version" >&2
+    rm -rf "$dir" && mv "$dir.tmp" "$dir"
+  fi
+  echo "$dir/$name"
+}
+
+# etcd from the Go module proxy. Debian's etcd-server is 3.4, which lacks the
+# watch progress requests a 1.37 API server needs for watches that ask for
+# their initial events (client-go and fabric8 informers, the Spark driver's
+# included): every such watch fails with "RequestWatchProgress is disabled".
+# go.etcd.io/etcd/server/v3 has replace directives, so it is built from a
+# wrapper module, as Kubernetes is.
+build_etcd() {
+  local dir="$cache/etcd-$ETCD_VERSION"
+  if [ ! -x "$dir/etcd" ]; then
+    log "building etcd $ETCD_VERSION from the Go module proxy into $dir (a few minutes the first time)"
+    local src="$dir.src"
+    rm -rf "$src" && mkdir -p "$src"
+    {
+      echo "module connect-runtime.local/etcd-build"
+      echo
+      echo "go $(go env GOVERSION | sed -E 's/^go([0-9]+\.[0-9]+).*/\1/')"
+      echo
+      echo "require go.etcd.io/etcd/server/v3 $ETCD_VERSION"
+    } >"$src/go.mod"
+    (cd "$src" && go get "go.etcd.io/etcd/server/v3@$ETCD_VERSION" >&2 \
+       && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$src/etcd" go.etcd.io/etcd/server/v3 >&2)
+    mkdir -p "$dir.tmp" && mv "$src/etcd" "$dir.tmp/"
+    rm -rf "$dir" "$src" && mv "$dir.tmp" "$dir"
+  fi
+  echo "$dir/etcd"
+}
+
+# The pod sandbox's "pause" process, compiled from the pause.c that
+# k8s.io/kubernetes ships (build/pause/linux), static, so its image needs
+# nothing else.
+build_pause() {
+  local dir="$cache/pause-$KUBERNETES_VERSION"
+  if [ ! -x "$dir/pause" ]; then
+    local src
+    src="$(cd /tmp && GOFLAGS=-mod=mod go mod download -json "k8s.io/kubernetes@$KUBERNETES_VERSION" \
+           | python3 -c 'import json,sys; print(json.load(sys.stdin)["Dir"])')/build/pause/linux/pause.c"
+    log "compiling $src into $dir"
+    rm -rf "$dir.tmp" && mkdir -p "$dir.tmp"
+    cc -Os -Wall -static -DVERSION="$KUBERNETES_VERSION" -o "$dir.tmp/pause" "$src" >&2
+    strip "$dir.tmp/pause"
+    rm -rf "$dir" && mv "$dir.tmp" "$dir"
+  fi
+  echo "$dir/pause"
 }
 
 # Debian packages: installed when missing, which needs root (as in CI).
@@ -102,9 +172,19 @@ debian_tool() {
 
 case "${1:-}" in
   helm) locked "$cache/helm-$HELM_VERSION" build_helm ;;
-  kube-apiserver) locked "$cache/kube-apiserver-$KUBERNETES_VERSION" build_kube_apiserver ;;
-  etcd) debian_tool etcd etcd-server ;;
+  kube-apiserver|kube-controller-manager|kube-scheduler|kubelet|kube-proxy|kubectl)
+    echo "$(locked "$cache/kubernetes-$KUBERNETES_VERSION" build_kubernetes)/$1" ;;
+  coredns) locked "$cache/coredns-$COREDNS_VERSION" go_tool coredns "$COREDNS_VERSION" github.com/coredns/coredns ;;
+  crictl) locked "$cache/crictl-$CRI_TOOLS_VERSION" go_tool crictl "$CRI_TOOLS_VERSION" sigs.k8s.io/cri-tools/cmd/crictl ;;
+  pause) locked "$cache/pause-$KUBERNETES_VERSION" build_pause ;;
+  containerd) debian_tool containerd containerd ;;
+  runc) debian_tool runc runc ;;
+  iptables) debian_tool iptables iptables ;;
+  conntrack) debian_tool conntrack conntrack ;;
+  busybox) debian_tool busybox busybox-static ;;
+  cni-plugins) debian_tool /usr/lib/cni/bridge containernetworking-plugins >/dev/null; echo /usr/lib/cni ;;
+  etcd) locked "$cache/etcd-$ETCD_VERSION" build_etcd ;;
   dockerd) debian_tool dockerd docker.io ;;
   debootstrap) debian_tool debootstrap debootstrap ;;
-  *) echo "usage: tools.sh helm|kube-apiserver|etcd|dockerd|debootstrap" >&2; exit 2 ;;
+  *) echo "usage: tools.sh helm|kube-apiserver|kube-controller-manager|kube-scheduler|kubelet|kube-proxy|kubectl|coredns|crictl|pause|containerd|runc|iptables|conntrack|busybox|cni-plugins|etcd|dockerd|debootstrap" >&2; exit 2 ;;
 esac

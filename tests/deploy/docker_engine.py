@@ -32,10 +32,8 @@ A run killed before its stop is cleaned up by the next start. dockerd 20.10
 also writes /etc/docker/key.json once per machine (its identity; harmless and
 reused).
 
-The ``docker_engine`` fixture (session scope) is one such engine; a test module
-uses it by importing it::
-
-    from docker_engine import DockerEngine, docker_engine_fixture  # noqa: F401
+The ``docker_engine`` fixture (session scope, tests/deploy/conftest.py) is one
+such engine, shared by every module there.
 
 From a shell, to build the image without a system engine::
 
@@ -59,8 +57,6 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
-
-import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 TOOLS_SH = REPO / "deploy" / "kubernetes" / "tools.sh"
@@ -291,15 +287,6 @@ def mounts_under(folder: Path) -> list[str]:
 def _unmount_under(folder: Path) -> None:
     for point in mounts_under(folder):
         subprocess.run(["umount", "-l", point], check=False, capture_output=True)
-
-
-@pytest.fixture(scope="session", name="docker_engine")
-def docker_engine_fixture() -> Iterator[DockerEngine]:
-    engine = DockerEngine().start()
-    try:
-        yield engine
-    finally:
-        engine.stop()
 
 
 # -- command line ---------------------------------------------------------------

@@ -19,7 +19,6 @@ with host networking against the session's broker:
 from __future__ import annotations
 
 import json
-import subprocess
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -29,32 +28,19 @@ from typing import Any
 
 import httpx
 import pytest
-from docker_engine import DockerEngine, docker_engine_fixture  # noqa: F401 (fixture)
+from docker_engine import DockerEngine
 from kafka_helpers import create_topic, free_port, wait_for
 from spark_standalone import SparkStandaloneCluster
 
 from connect_runtime.tools.verify import Report, verify_topics
 
 REPO = Path(__file__).resolve().parents[2]
-BUILD_SH = REPO / "deploy" / "docker" / "build.sh"
 EXECUTOR_BACKEND = "org.apache.spark.scheduler.cluster.k8s.KubernetesExecutorBackend"
 VENV_PYTHON = "/opt/connect-runtime/venv/bin/python"
 
 # A cold first build on a machine (base image, pyspark's wheel) takes minutes;
 # every wait below has a bound of its own.
 pytestmark = [pytest.mark.image, pytest.mark.timeout(1800)]
-
-
-@pytest.fixture(scope="module")
-def image(docker_engine: DockerEngine, tmp_path_factory: pytest.TempPathFactory) -> str:
-    log = tmp_path_factory.mktemp("image-build") / "build.log"
-    with log.open("wb") as err:
-        done = subprocess.run(["bash", str(BUILD_SH)], env=docker_engine.env(),
-                              stdout=subprocess.PIPE, stderr=err, timeout=1500, check=False)
-    if done.returncode != 0:
-        tail = "\n".join(log.read_text(errors="replace").splitlines()[-40:])
-        raise AssertionError(f"build.sh exited with {done.returncode}:\n{tail}")
-    return done.stdout.decode().strip().splitlines()[-1]
 
 
 class Container:

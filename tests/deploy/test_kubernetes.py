@@ -94,7 +94,7 @@ def test_install_upgrade_uninstall(kube_apiserver: KubeAPIServer,  # noqa: F811
     sts = api.get(f"/apis/apps/v1/namespaces/{namespace}/statefulsets/{FULLNAME}")
     assert sts["spec"]["replicas"] == 5
     assert sts["spec"]["template"]["metadata"]["annotations"]["checksum/config"] != before
-    assert sts["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] == 60 + 30
+    assert sts["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] == 60 + 120
     config = api.get(f"/api/v1/namespaces/{namespace}/configmaps/{FULLNAME}")
     assert "task.shutdown.graceful.timeout.ms=60000" in config["data"]["worker.properties"]
     history = helm("history", RELEASE, "-n", namespace, "-o", "json",

@@ -53,8 +53,31 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/component: worker
 {{- end -}}
 
+{{/* The Connect cluster's group.id: connect.groupId if set; else the one this
+release already has (the first group.id line of its ConfigMap's
+worker.properties, the chart's own), so that an upgrade never moves a running
+cluster to another group, which would orphan its connectors; else
+<namespace>.<fullname>, unique across namespaces (a namespace cannot contain a
+dot). lookup finds nothing under `helm template` and --dry-run=client (no
+cluster): then the default. */}}
 {{- define "connect-runtime.groupId" -}}
-{{- default (include "connect-runtime.fullname" .) .Values.connect.groupId -}}
+{{- if .Values.connect.groupId -}}
+{{- .Values.connect.groupId -}}
+{{- else -}}
+{{- $fullname := include "connect-runtime.fullname" . -}}
+{{- $existing := lookup "v1" "ConfigMap" .Release.Namespace $fullname -}}
+{{- $kept := include "connect-runtime.groupIdOfConfigMap" $existing -}}
+{{- default (printf "%s.%s" .Release.Namespace $fullname) $kept -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The group.id a ConfigMap of this chart (a dict, as lookup returns it; empty
+when there is none) gives its workers: the value of the first group.id line of
+its worker.properties, which is the chart's own line (connect.config's keys come
+after it). Empty if there is none. */}}
+{{- define "connect-runtime.groupIdOfConfigMap" -}}
+{{- $properties := dig "data" "worker.properties" "" (. | default dict) -}}
+{{- regexFind "(?m)^group\\.id=.*$" $properties | trimPrefix "group.id=" | trim -}}
 {{- end -}}
 
 {{/* Seconds the kubelet waits after SIGTERM: the task shutdown timeout, rounded
@@ -198,10 +221,33 @@ httpGet:
 {{- else }}
 exec:
   command: ["python", "{{ include "connect-runtime.healthProbeFile" . }}"]
-# Python's start, a TLS handshake and /health: more than the default second on
-# a busy node.
-timeoutSeconds: 5
 {{- end }}
+{{- end -}}
+
+{{/* One probe of the worker container: the handler above and the timing of
+probes.<name> (dict "root" $ "probe" .Values.probes.<name>). timeoutSeconds
+unset: 1 s for the kubelet's HTTP(S) request (its own default); 5 s for the
+in-container probe (Python's start, a TLS handshake and /health take more than a
+second on a busy node). */}}
+{{- define "connect-runtime.probe" -}}
+{{- $kubelet := eq (include "connect-runtime.kubeletCanProbe" .root) "true" -}}
+{{ include "connect-runtime.probeHandler" .root | trim }}
+timeoutSeconds: {{ .probe.timeoutSeconds | default (ternary 1 5 $kubelet) }}
+periodSeconds: {{ .probe.periodSeconds }}
+failureThreshold: {{ .probe.failureThreshold }}
+{{- end -}}
+
+{{/* spark.executor.memoryOverhead in MiB-suffixed form: the value, or 384 MiB
+(the JVM's non-heap, Spark's minimum) + 1536 MiB per core (one task's Python
+process: interpreter, connector and a transaction's records, ~0.5 GiB, plus its
+producer's queue, up to 1 GiB by default). */}}
+{{- define "connect-runtime.executorMemoryOverhead" -}}
+{{- $executor := .Values.spark.kubernetes.executor -}}
+{{- if $executor.memoryOverhead -}}
+{{- $executor.memoryOverhead -}}
+{{- else -}}
+{{- printf "%dm" (add 384 (mul (int64 $executor.cores) 1536)) -}}
+{{- end -}}
 {{- end -}}
 
 {{- define "connect-runtime.healthProbeFile" -}}/etc/connect-runtime/health-probe.py{{- end -}}

@@ -1,0 +1,286 @@
+"""The real single-node Kubernetes cluster of deploy/kubernetes/cluster.sh, for
+the tests that run the chart's pods on a kubelet (marker ``kubernetes``).
+
+One cluster per pytest session (``kube`` fixture, tests/deploy/conftest.py):
+``cluster.sh up`` (control plane, kubelet on containerd, CoreDNS, a Kafka
+broker on the bridge), the project's image and a plugin image imported into the
+node, ``cluster.sh down`` at the end, which must leave nothing behind. The
+tests act as an operator does, through ``helm`` and ``kubectl`` only; they read
+Kafka from the host, where the broker listens on the bridge's address, and
+reach Services from the host through kube-proxy's rules.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import httpx
+from confluent_kafka import IsolationLevel, TopicPartition
+from confluent_kafka.admin import AdminClient, OffsetSpec
+from kafka_helpers import wait_for
+
+from connect_runtime.tools.verify import Report, verify_topics
+
+REPO = Path(__file__).resolve().parents[2]
+CLUSTER_SH = REPO / "deploy" / "kubernetes" / "cluster.sh"
+CHART = REPO / "deploy" / "helm" / "connect-runtime"
+PLUGIN_IMAGE = "localhost/connect-runtime-test/plugins:1"
+PLUGIN_CLASS = "k8s_test_plugins.PluginSequenceConnector"
+PLUGIN_SOURCE = '''\
+"""A connector package brought into the workers by the chart's plugins.images."""
+from connect_runtime.connectors.sequence import SequenceSourceConnector
+
+
+class PluginSequenceConnector(SequenceSourceConnector):
+    """The bundled sequence connector, found through plugin.path."""
+'''
+
+
+@functools.cache
+def cluster_module() -> ModuleType:
+    """deploy/kubernetes/cluster.py, which is a script rather than a package."""
+    spec = importlib.util.spec_from_file_location("connect_runtime_cluster",
+                                                  REPO / "deploy" / "kubernetes" / "cluster.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    # Registered before it runs: its dataclasses look their module up by name.
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def cluster_sh(*args: str, env: dict[str, str] | None = None,
+               timeout: float = 1800) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(["bash", str(CLUSTER_SH), *args], capture_output=True, text=True,
+                          env={**os.environ, **(env or {})}, timeout=timeout, check=False)
+    if done.returncode != 0:
+        raise AssertionError(f"cluster.sh {' '.join(args)} exited {done.returncode}:\n"
+                             f"{done.stdout}\n{done.stderr[-6000:]}")
+    return done
+
+
+@dataclass
+class Kube:
+    """The cluster, as kubectl and helm see it."""
+
+    kubeconfig: Path
+    kubectl_path: str
+    helm_path: str
+    kafka: str
+    crictl: list[str]
+
+    def kubectl(self, *args: str, input: str | None = None, check: bool = True,
+                timeout: float = 180) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run([self.kubectl_path, "--kubeconfig", str(self.kubeconfig), *args],
+                              input=input, capture_output=True, text=True, timeout=timeout,
+                              check=False)
+        if check and done.returncode != 0:
+            raise AssertionError(f"kubectl {' '.join(args)} exited {done.returncode}:\n"
+                                 f"{done.stdout}\n{done.stderr}")
+        return done
+
+    def helm(self, *args: str, check: bool = True,
+             timeout: float = 600) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run([self.helm_path, "--kubeconfig", str(self.kubeconfig), *args],
+                              capture_output=True, text=True, timeout=timeout, check=False)
+        if check and done.returncode != 0:
+            raise AssertionError(f"helm {' '.join(args)} exited {done.returncode}:\n"
+                                 f"{done.stdout}\n{done.stderr}")
+        return done
+
+    def get(self, *args: str) -> dict[str, Any]:
+        out = self.kubectl("get", *args, "-o", "json").stdout
+        got: dict[str, Any] = json.loads(out)
+        return got
+
+    def create_namespace(self, name: str, labels: dict[str, str] | None = None) -> None:
+        self.kubectl("apply", "-f", "-", input=json.dumps({
+            "apiVersion": "v1", "kind": "Namespace",
+            "metadata": {"name": name, "labels": labels or {}}}))
+
+    def delete_namespace(self, name: str) -> None:
+        self.kubectl("delete", "namespace", name, "--wait=true", "--timeout=180s", check=False,
+                     timeout=240)
+
+    def pods(self, namespace: str, selector: str) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = self.get("pods", "-n", namespace, "-l", selector)["items"]
+        return items
+
+    def ready_pods(self, namespace: str, selector: str) -> list[str]:
+        return [p["metadata"]["name"] for p in self.pods(namespace, selector)
+                if p["metadata"].get("deletionTimestamp") is None and any(
+                    c["type"] == "Ready" and c["status"] == "True"
+                    for c in p.get("status", {}).get("conditions", []))]
+
+    def wait_ready(self, namespace: str, selector: str, count: int, timeout: float) -> float:
+        """Seconds until ``count`` pods of ``selector`` are Ready (and not terminating)."""
+        started = time.monotonic()
+        wait_for(lambda: len(self.ready_pods(namespace, selector)) >= count, timeout,
+                 f"{count} ready pods of {selector} in {namespace}:\n"
+                 f"{self.describe(namespace, selector)}", interval=1)
+        return time.monotonic() - started
+
+    def describe(self, namespace: str, selector: str) -> str:
+        """What an operator looks at when pods do not come up: the pods, their
+        events and the last lines of their logs."""
+        out = self.kubectl("get", "pods", "-n", namespace, "-o", "wide", check=False).stdout
+        out += self.kubectl("get", "events", "-n", namespace, "--sort-by=.lastTimestamp",
+                            check=False).stdout[-4000:]
+        for name in [p["metadata"]["name"] for p in self.pods(namespace, selector)]:
+            out += f"\n--- logs of {name}\n" + self.kubectl(
+                "logs", "-n", namespace, name, "--all-containers", "--tail=40",
+                check=False).stdout
+        return out
+
+    def service_url(self, namespace: str, name: str, scheme: str = "http") -> str:
+        """The Service's cluster IP, reached from the host through kube-proxy."""
+        spec = self.get("service", "-n", namespace, name)["spec"]
+        return f"{scheme}://{spec['clusterIP']}:{spec['ports'][0]['port']}"
+
+    def container_pid(self, namespace: str, pod: str, container: str = "worker") -> int:
+        """The host pid of a container's first process (tini), from the CRI."""
+        status = self.get("pod", "-n", namespace, pod)["status"]
+        [cid] = [c["containerID"].split("://", 1)[1] for c in status["containerStatuses"]
+                 if c["name"] == container]
+        info = json.loads(subprocess.run([*self.crictl, "inspect", cid], capture_output=True,
+                                         text=True, check=True, timeout=60).stdout)
+        return int(info["info"]["pid"])
+
+
+@contextlib.contextmanager
+def running_cluster(engine_env: dict[str, str], image: str,
+                    workdir: Path) -> Iterator[Kube]:
+    """``cluster.sh up``, the images loaded, ``cluster.sh down`` after; fails
+    if anything of the cluster is left on the machine."""
+    cluster = cluster_module()
+    started = time.monotonic()
+    # While iterating on these tests: CONNECT_TEST_KUBE=reuse uses (or starts)
+    # a cluster and leaves it up, so several runs share one (namespaces are
+    # unique per test). CI always starts and stops its own.
+    reuse = os.environ.get("CONNECT_TEST_KUBE") == "reuse"
+    if not (reuse and cluster.State.load(cluster.STATE).pids):
+        cluster_sh("up")
+    try:
+        plugin_archive = workdir / "plugins.tar"
+        busybox = Path(cluster.tool("busybox"))  # the plugin image's cp
+        plugin_archive.write_bytes(cluster.oci_archive(
+            PLUGIN_IMAGE,
+            {"bin/cp": (busybox.read_bytes(), 0o755),
+             "plugins/k8s_test_plugins/__init__.py": (PLUGIN_SOURCE.encode(), 0o644)},
+            ["/bin/cp"], env=["PATH=/bin"]))
+        state = cluster.State.load(cluster.STATE)
+        cluster.import_archive(state, plugin_archive)
+        cluster_sh("load-image", image, env=engine_env)
+        kube = Kube(kubeconfig=state.kubeconfig, kubectl_path=cluster.tool("kubectl"),
+                    helm_path=cluster.tool("helm"), kafka=state.kafka,
+                    crictl=[cluster.tool("crictl"), "--runtime-endpoint",
+                            f"unix://{state.containerd_sock}"])
+        print(f"cluster up with the images in {time.monotonic() - started:.0f}s")
+        yield kube
+    finally:
+        if not reuse:
+            cluster_sh("down", timeout=600)
+            left = cluster.leftovers()
+            assert not left, f"cluster.sh down left: {left}"
+
+
+# -- Kafka, read from the host -------------------------------------------------------
+
+
+def committed_ends(bootstrap: str, topic: str, partitions: int) -> list[int]:
+    """Each partition's last stable offset (what read_committed sees); -1s
+    while the topic does not exist yet."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    requests = {TopicPartition(topic, p): OffsetSpec.latest() for p in range(partitions)}
+    try:
+        futures = admin.list_offsets(requests, isolation_level=IsolationLevel.READ_COMMITTED,
+                                     request_timeout=10)
+        return [futures[tp].result(timeout=15).offset for tp in requests]
+    except Exception:  # the topic may not exist yet
+        return [-1] * partitions
+
+
+def wait_progress(bootstrap: str, topic: str, partitions: int, beyond: list[int] | int,
+                  timeout: float) -> float:
+    """Seconds until every partition's committed end passes ``beyond`` (one
+    offset for all, or one per partition): each task has made progress."""
+    floor = beyond if isinstance(beyond, list) else [beyond] * partitions
+    started = time.monotonic()
+    wait_for(lambda: all(end > low for end, low in
+                         zip(committed_ends(bootstrap, topic, partitions), floor, strict=True)),
+             timeout, f"committed records in every partition of {topic} beyond {floor}",
+             interval=0.25)
+    return time.monotonic() - started
+
+
+def verify_exactly_once(bootstrap: str, topic: str, partitions: int) -> Report:
+    """The project's verifier over the whole topic: every group from 0, no
+    duplicate, no gap, nothing left incomplete."""
+    report = verify_topics(bootstrap, [topic], expect_groups=[str(p) for p in range(partitions)],
+                           timeout=60)
+    assert report.ok, report.violations()
+    for group in report.groups:
+        assert group.first == 0 and group.count == (group.last or 0) + 1, group
+    return report
+
+
+# -- the REST API through the client Service --------------------------------------------
+
+
+def rest(method: str, url: str, client: httpx.Client | None = None,
+         **kwargs: Any) -> httpx.Response:
+    if client is not None:
+        return client.request(method, url, timeout=30, **kwargs)
+    return httpx.request(method, url, timeout=30, **kwargs)
+
+
+def wait_task_running(url: str, connector: str, timeout: float,
+                      not_on: str = "", client: httpx.Client | None = None) -> dict[str, Any]:
+    """The connector's status once every task is RUNNING (on a worker other
+    than ``not_on`` when given)."""
+    def running() -> dict[str, Any] | None:
+        try:
+            status: dict[str, Any] = rest("GET", f"{url}/connectors/{connector}/status",
+                                          client).json()
+        except (httpx.HTTPError, ValueError):
+            return None
+        tasks = status.get("tasks", [])
+        if tasks and all(t["state"] == "RUNNING" and not (not_on and not_on in t["worker_id"])
+                         for t in tasks):
+            return status
+        return None
+    result: dict[str, Any] = wait_for(running, timeout, f"{connector}'s tasks RUNNING",
+                                      interval=0.25)
+    return result
+
+
+def leader_pod(url: str, client: httpx.Client | None = None) -> str:
+    """The leading worker's pod name, from GET /internal/leader."""
+    def ask() -> str | None:
+        try:
+            leader = rest("GET", f"{url}/internal/leader", client).json().get("leader_url")
+        except (httpx.HTTPError, ValueError):
+            return None
+        return str(leader).split("://", 1)[-1].split(".", 1)[0] if leader else None
+    found: str = wait_for(ask, 120, "a leader", interval=0.5)
+    return found
+
+
+def timed(what: str, action: Callable[[], Any]) -> tuple[Any, float]:
+    started = time.monotonic()
+    result = action()
+    elapsed = time.monotonic() - started
+    print(f"{what}: {elapsed:.1f}s")
+    return result, elapsed

@@ -1,0 +1,167 @@
+"""The chart's worker pods on a real kubelet, as an operator runs them.
+
+One release with the chart's default values (the broker's address, one
+replica of the internal topics for the one broker, ``pullPolicy: Never`` since
+nothing may pull, and a plugin image), installed into a namespace that
+enforces Pod Security ``restricted``. Then, through ``helm``, ``kubectl`` and
+the client Service only:
+
+* three worker pods become Ready through the chart's own probes; the REST API
+  answers through the Service; a connector from the plugin image (copied in by
+  the chart's init container) writes exactly once;
+* the leader's pod is deleted, then the leader's container is SIGKILLed: a new
+  leader takes over, the StatefulSet (or the kubelet) brings the worker back,
+  the tasks resume from their committed offsets: 0 duplicates, 0 gaps (the
+  project's verifier), with the time from the fault to progress again printed.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+from kafka_helpers import wait_for
+from kube_cluster import (
+    CHART,
+    PLUGIN_CLASS,
+    PLUGIN_IMAGE,
+    Kube,
+    committed_ends,
+    leader_pod,
+    rest,
+    verify_exactly_once,
+    wait_progress,
+    wait_task_running,
+)
+
+pytestmark = [pytest.mark.kubernetes, pytest.mark.timeout(900)]
+
+WORKERS = "app.kubernetes.io/component=worker"
+
+
+@dataclass
+class Release:
+    namespace: str
+    name: str
+    url: str     # the client Service, from the host
+
+
+@pytest.fixture(scope="module")
+def release(kube: Kube) -> Iterator[Release]:
+    namespace = f"workers-{uuid.uuid4().hex[:6]}"
+    kube.create_namespace(namespace, {"pod-security.kubernetes.io/enforce": "restricted",
+                                      "pod-security.kubernetes.io/enforce-version": "latest"})
+    started = time.monotonic()
+    try:
+        kube.helm("install", "connect", str(CHART), "--namespace", namespace,
+                  "--set", f"kafka.bootstrapServers={kube.kafka}",
+                  "--set", "connect.replicationFactor=1",
+                  "--set", "image.pullPolicy=Never",
+                  "--set", "plugins.images[0].name=test",
+                  "--set", f"plugins.images[0].image={PLUGIN_IMAGE}",
+                  "--set", "plugins.images[0].path=/plugins")
+        ready = kube.wait_ready(namespace, WORKERS, 3, 300)
+        print(f"helm install to 3 Ready worker pods: {time.monotonic() - started:.1f}s "
+              f"(waited {ready:.1f}s after helm returned)")
+        yield Release(namespace, "connect",
+                      kube.service_url(namespace, "connect-connect-runtime"))
+    finally:
+        kube.helm("uninstall", "connect", "--namespace", namespace, "--wait",
+                  "--timeout", "180s", check=False)
+        kube.delete_namespace(namespace)
+
+
+def create_sequence(url: str, name: str, topic: str, **config: str) -> None:
+    body = {"name": name, "config": {
+        "connector.class": PLUGIN_CLASS, "topic": topic, "tasks.max": "1",
+        "partitions": "2", "batch.size": "100", "exactly.once.support": "required",
+        "topic.creation.default.replication.factor": "1",
+        "topic.creation.default.partitions": "2", **config}}
+    created = rest("POST", f"{url}/connectors", json=body)
+    assert created.status_code == 201, created.text
+
+
+def stop_connector(url: str, name: str) -> None:
+    """Kafka Connect's PUT /stop: the tasks commit and stop, so nothing is left open."""
+    stopped = rest("PUT", f"{url}/connectors/{name}/stop")
+    assert stopped.status_code == 204, stopped.text
+    wait_for(lambda: rest("GET", f"{url}/connectors/{name}/status").json()["connector"]["state"]
+             == "STOPPED", 60, f"{name} STOPPED")
+
+
+def test_default_install_serves_rest_and_runs_a_plugin_connector_exactly_once(
+        kube: Kube, release: Release) -> None:
+    root = rest("GET", f"{release.url}/")
+    assert root.status_code == 200 and root.json()["kafka_cluster_id"], root.text
+    plugins = [p["class"] for p in rest("GET", f"{release.url}/connector-plugins").json()]
+    assert PLUGIN_CLASS in plugins, plugins
+    # Every pod passed the restricted profile's admission.
+    for pod in kube.pods(release.namespace, WORKERS):
+        assert pod["spec"]["securityContext"]["seccompProfile"]["type"] == "RuntimeDefault"
+    topic = f"plugin-{uuid.uuid4().hex[:6]}"
+    create_sequence(release.url, "plugin", topic, **{"max.records": "3000"})
+    wait_for(lambda: sum(committed_ends(kube.kafka, topic, 2)) >= 6000, 180,
+             "6000 committed records", interval=1)
+    report = verify_exactly_once(kube.kafka, topic, 2)
+    assert sorted(g.count for g in report.groups) == [3000, 3000]
+    print(f"plugin connector: {[(g.label, g.count, g.first, g.last) for g in report.groups]}")
+    assert rest("DELETE", f"{release.url}/connectors/plugin").status_code == 204
+
+
+@pytest.mark.parametrize("fault", ["delete-pod", "sigkill-container"])
+def test_the_leader_lost_resumes_exactly_once(kube: Kube, release: Release, fault: str) -> None:
+    url = release.url
+    name, topic = f"leader-{fault}", f"leader-{fault}-{uuid.uuid4().hex[:6]}"
+    create_sequence(url, name, topic, **{"rate.per.sec": "2000"})
+    status = wait_task_running(url, name, 120)
+    leader = leader_pod(url)
+    assert leader in status["tasks"][0]["worker_id"], (leader, status)
+    wait_progress(kube.kafka, topic, 2, 2000, 120)
+    before = kube.get("pod", "-n", release.namespace, leader)
+    restarts = before["status"]["containerStatuses"][0].get("restartCount", 0)
+
+    faulted = time.monotonic()
+    if fault == "delete-pod":
+        # A graceful stop: the tasks commit, the worker leaves the group, and
+        # another worker is elected at once (the deleted pod's replacement
+        # comes up later). Progress counts once the tasks run elsewhere.
+        kube.kubectl("delete", "pod", "-n", release.namespace, leader, "--wait=false")
+        wait_task_running(url, name, 180, not_on=leader)
+        resumed_at = committed_ends(kube.kafka, topic, 2)
+    else:
+        # Nothing is committed by a killed process: any progress after the kill
+        # is the tasks' new incarnation, on whichever worker leads next (the
+        # restarted container's worker may win the election too).
+        os.kill(kube.container_pid(release.namespace, leader), signal.SIGKILL)
+        time.sleep(1)  # a commit already on the wire lands
+        resumed_at = committed_ends(kube.kafka, topic, 2)
+    wait_progress(kube.kafka, topic, 2, resumed_at, 180)
+    to_progress = time.monotonic() - faulted
+    moved = wait_task_running(url, name, 60)
+    new_leader = leader_pod(url)
+    assert new_leader in moved["tasks"][0]["worker_id"], (new_leader, moved)
+
+    # The worker comes back: a new pod from the StatefulSet, or the same pod's
+    # container restarted by the kubelet.
+    kube.wait_ready(release.namespace, WORKERS, 3, 300)
+    after = kube.get("pod", "-n", release.namespace, leader)
+    if fault == "delete-pod":
+        assert after["metadata"]["uid"] != before["metadata"]["uid"]
+    else:
+        assert after["status"]["containerStatuses"][0]["restartCount"] == restarts + 1
+    back = time.monotonic() - faulted
+
+    stop_connector(url, name)
+    report = verify_exactly_once(kube.kafka, topic, 2)
+    groups = [(g.label, g.count, g.first, g.last, len(g.duplicates), g.missing)
+              for g in report.groups]
+    print(f"{fault} of leader {leader}: tasks on {new_leader}; fault to progress again "
+          f"{to_progress:.1f}s; worker back Ready after {back:.1f}s; verifier (group, count, "
+          f"first, last, duplicates, missing): {groups}, "
+          f"aborted={sum(g.aborted for g in report.groups)}")
+    assert rest("DELETE", f"{url}/connectors/{name}").status_code == 204

@@ -64,6 +64,8 @@ _KEY = "connector.class"
 
 # plugin.path classes: ``module.Class`` -> class (see register_plugin_modules).
 _path_plugins: dict[str, type[SourceConnector]] = {}
+# The plugin.path directories those came from, for "not found" messages.
+_searched_dirs: tuple[str, ...] = ()
 _registry_lock = threading.Lock()
 
 # Connect's class name -> the bundled connector (``module.Class``) doing the same job.
@@ -121,14 +123,17 @@ def _known_plugins() -> dict[str, type[SourceConnector]]:
     return found
 
 
-def register_plugin_modules(modules: Iterable[str]) -> None:
+def register_plugin_modules(modules: Iterable[str], searched: Iterable[str] = ()) -> None:
     """Make the SourceConnector classes defined in ``modules`` known plugins.
 
     ``modules`` are top-level names (``PluginPath.modules``); packages are walked
     with their subpackages. Everything is imported now, so a module that fails
-    to import is logged (once) at worker startup and skipped. Replaces an
-    earlier registration; an empty ``modules`` clears it.
+    to import is logged (once) at worker startup and skipped. ``searched`` are
+    the ``plugin.path`` directories scanned for them, which a ``connector.class``
+    found nowhere is reported against. Replaces an earlier registration; empty
+    ``modules`` and ``searched`` clear it.
     """
+    global _searched_dirs
     found: dict[str, type[SourceConnector]] = {}
     for top in modules:
         for module in _walk(top):
@@ -137,6 +142,7 @@ def register_plugin_modules(modules: Iterable[str]) -> None:
     with _registry_lock:
         _path_plugins.clear()
         _path_plugins.update(found)
+        _searched_dirs = tuple(str(d) for d in searched)
     if found:
         log.info("Connector plugins from plugin.path: %s", ", ".join(sorted(found)))
 
@@ -240,7 +246,17 @@ def resolve_connector_class(name: str) -> type[SourceConnector]:
             name=_KEY, value=name)
     raise ConfigException(
         f"Failed to find any class that implements SourceConnector and which name matches "
-        f"{wanted}, available connectors are: {available}", name=_KEY, value=name)
+        f"{wanted}, available connectors are: {available}. {_where_searched()}",
+        name=_KEY, value=name)
+
+
+def _where_searched() -> str:
+    """Where a connector class was looked for: the worker's environment and plugin.path."""
+    with _registry_lock:
+        dirs = _searched_dirs
+    if not dirs:
+        return "Searched the worker's installed packages; plugin.path is empty"
+    return f"Searched the worker's installed packages and plugin.path: {', '.join(dirs)}"
 
 
 def _version(cls: type[SourceConnector]) -> str:

@@ -200,7 +200,7 @@ class Worker:
         # plugin.path: importable here, and one zip per plugin shipped to the executors.
         self._plugin_staging = tempfile.mkdtemp(prefix="connect-plugins-")
         plugin_path = PluginPath.load(config["plugin.path"], self._plugin_staging)
-        register_plugin_modules(plugin_path.modules)
+        register_plugin_modules(plugin_path.modules, searched=config["plugin.path"])
         self.runner = SparkTaskRunner(config.spark_settings(), f"connect-runtime-{config.group_id}",
                                       on_job_failed=self._on_job_failed,
                                       py_files=plugin_path.archives)

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from connect_runtime import plugins
+from connect_runtime.errors import ConfigException
 from connect_runtime.plugin_path import PluginPath
 from connect_runtime.plugins import (
     ENTRY_POINT_GROUP,
@@ -205,6 +206,33 @@ def test_connectors_in_plugin_modules_are_listed_and_resolvable(
     # The broken submodule is skipped, and said so once (at registration), not per lookup.
     broken = [r.getMessage() for r in caplog.records if "broken_part" in r.getMessage()]
     assert len(broken) == 1 and "half-written plugin module" in broken[0]
+
+
+def test_a_class_found_nowhere_names_the_plugin_path_searched(
+    plugin_dir: Path, tmp_path: Path, tag: str
+) -> None:
+    """What an operator reads when an image lacks the connector: the class, what
+    there is, and the directories looked in (a plugin image copied elsewhere, a
+    plugin.path that misses a directory)."""
+    other = tmp_path / "plugins-from-images"
+    other.mkdir()
+    loaded = PluginPath.load([plugin_dir, other], tmp_path / "staging")
+    register_plugin_modules(loaded.modules, searched=[str(plugin_dir), str(other)])
+    with pytest.raises(ConfigException) as info:
+        resolve_connector_class(f"pkgdir_{tag}.NoSuchConnector")
+    assert info.value.name == "connector.class"
+    message = str(info.value)
+    assert (f"Failed to find any class that implements SourceConnector and which name "
+            f"matches pkgdir_{tag}.NoSuchConnector, available connectors are: ") in message
+    assert message.endswith(f"{tag}.WheelSourceConnector. Searched the worker's installed "
+                            f"packages and plugin.path: {plugin_dir}, {other}"), message
+    assert f"pkgdir_{tag}.DirSourceConnector" in str(info.value)
+    # A registration without plugin.path says so.
+    register_plugin_modules(())
+    with pytest.raises(ConfigException) as info:
+        resolve_connector_class("NoSuchConnector")
+    assert str(info.value).endswith(
+        "Searched the worker's installed packages; plugin.path is empty"), str(info.value)
 
 
 def test_the_staged_zips_alone_are_enough_for_an_executor(

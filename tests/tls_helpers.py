@@ -5,9 +5,10 @@
 
 * ``ca.crt``/``ca.key``: the test CA;
 * ``worker.crt``/``worker.key``: a worker certificate for ``localhost`` and
-  ``127.0.0.1``, signed by the CA; ``worker.p12`` (a keytool PKCS12 keystore),
-  ``worker.jks`` (the same as JKS), ``worker.pem`` (the key, encrypted, and the
-  certificate in one PEM file);
+  ``127.0.0.1`` (and any ``worker_dns`` names: a Kubernetes Service's, a
+  wildcard over a headless Service), signed by the CA; ``worker.p12`` (a
+  keytool PKCS12 keystore), ``worker.jks`` (the same as JKS), ``worker.pem``
+  (the key, encrypted, and the certificate in one PEM file);
 * ``trust.p12``: a keytool PKCS12 truststore holding the CA;
 * ``client.crt``/``client.key``: a client certificate signed by the CA (curl's
   ``--cert``/``--key``), and ``rogue.crt``/``rogue.key`` signed by another CA.
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 
 PASSWORD = "st0re-pass"
@@ -30,8 +32,11 @@ def tools_missing() -> str | None:
     return f"{' and '.join(missing)} needed to make certificates" if missing else None
 
 
-def make_pki(d: Path) -> Path:
-    """Write the files listed in the module doc into ``d``; returns ``d``."""
+def make_pki(d: Path, worker_dns: Sequence[str] = ()) -> Path:
+    """Write the files listed in the module doc into ``d``; returns ``d``.
+
+    ``worker_dns``: more DNS names for the worker certificate, after
+    ``localhost`` and ``127.0.0.1``."""
     d.mkdir(parents=True, exist_ok=True)
 
     def run(*args: str) -> None:
@@ -42,7 +47,9 @@ def make_pki(d: Path) -> Path:
             "-out", f"{name}.csr", "-subj", f"/CN={cn}")
         ext: list[str] = []
         if san:
-            (d / f"{name}.ext").write_text("subjectAltName=DNS:localhost,IP:127.0.0.1\n")
+            names = ["DNS:localhost", "IP:127.0.0.1",
+                     *(f"DNS:{n}" for n in (worker_dns if name == "worker" else ()))]
+            (d / f"{name}.ext").write_text(f"subjectAltName={','.join(names)}\n")
             ext = ["-extfile", f"{name}.ext"]
         run("openssl", "x509", "-req", "-in", f"{name}.csr", "-CA", f"{ca}.crt", "-CAkey",
             f"{ca}.key", "-CAcreateserial", "-out", f"{name}.crt", "-days", "2", *ext)

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from connect_runtime.cluster.kube_executors import remove_stale_executors
 from connect_runtime.config.spark_settings import SparkSettings
 from connect_runtime.protocol.task_spec import TaskSpec
 from connect_runtime.task.slot import slot_partition
@@ -103,6 +104,11 @@ class SparkTaskRunner:
                 sc.addPyFile(str(f))
             sc.setLogLevel(self._settings.conf.get("spark.log.level", "WARN"))
             log.info("SparkSession started (master %s)", self._settings.master)
+            try:
+                remove_stale_executors(self._settings.conf, str(sc.applicationId))
+            except Exception:  # housekeeping: the new application runs regardless
+                log.warning("could not remove the executor pods of an earlier driver",
+                            exc_info=True)
             self.ready.set()
 
     def start_in_background(self) -> None:

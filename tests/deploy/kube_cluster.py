@@ -20,6 +20,7 @@ import os
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +28,7 @@ from types import ModuleType
 from typing import Any
 
 import httpx
-from confluent_kafka import IsolationLevel, TopicPartition
+from confluent_kafka import Consumer, IsolationLevel, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 from kafka_helpers import wait_for
 
@@ -234,6 +235,35 @@ def verify_exactly_once(bootstrap: str, topic: str, partitions: int) -> Report:
     for group in report.groups:
         assert group.first == 0 and group.count == (group.last or 0) + 1, group
     return report
+
+
+def leader_elections(bootstrap: str, config_topic: str) -> list[dict[str, Any]]:
+    """Every ``leader`` record of a Connect cluster's config topic, oldest first:
+    each takeover writes one (docs/cluster.md, "Taking over"), so they count
+    the elections. Each: ``offset``, ``timestamp`` (seconds since the epoch:
+    the record's CreateTime, the electing worker's clock), ``url`` and
+    ``worker_id``; read_committed, to the end."""
+    consumer = Consumer({"bootstrap.servers": bootstrap,
+                         "group.id": f"elections-{uuid.uuid4().hex}",
+                         "enable.auto.commit": False, "isolation.level": "read_committed",
+                         "auto.offset.reset": "earliest"})
+    elections: list[dict[str, Any]] = []
+    try:
+        _, high = consumer.get_watermark_offsets(TopicPartition(config_topic, 0), timeout=15)
+        consumer.assign([TopicPartition(config_topic, 0, 0)])
+        deadline = time.monotonic() + 60
+        while consumer.position([TopicPartition(config_topic, 0)])[0].offset < high:
+            assert time.monotonic() < deadline, f"{config_topic} not read up to {high}"
+            message = consumer.poll(0.5)
+            if message is None or message.error() or message.key() != b"leader":
+                continue
+            value = json.loads(message.value() or b"{}")
+            elections.append({"offset": message.offset(),
+                              "timestamp": message.timestamp()[1] / 1000,
+                              "url": value.get("url"), "worker_id": value.get("worker_id")})
+    finally:
+        consumer.close()
+    return elections
 
 
 # -- the REST API through the client Service --------------------------------------------

@@ -7,11 +7,15 @@ the tasks on executor pods it creates, over the pod network.
   within seconds naming that pod, the driver replaces the executor, the task
   is restarted (REST, as an operator would) and resumes from its committed
   offsets, and the output is exactly once;
+* the worker's container killed and restarted by the kubelet (the pod stays):
+  the new driver deletes the executor pods the dead one left;
 * ``helm uninstall`` leaves no executor pod behind.
 """
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 import uuid
 from collections.abc import Iterator
@@ -133,6 +137,25 @@ def test_executor_pods_run_the_tasks_and_an_executor_lost_mid_transaction_recove
               f"aborted={sum(g.aborted for g in report.groups)}")
         assert sum(g.aborted for g in report.groups) > 0, \
             "the deleted executor's open transaction should have been aborted"
+
+        # The worker's container dies (as an OOM kill would) and the kubelet
+        # restarts it in the same pod: the new driver deletes the executor
+        # pods the dead one left, which the pod still owns.
+        worker = kube.ready_pods(namespace, WORKERS)[0]
+        before = {p["metadata"]["name"] for p in kube.pods(namespace, EXECUTORS)}
+        os.kill(kube.container_pid(namespace, worker), signal.SIGKILL)
+        killed = time.monotonic()
+
+        def replaced_all() -> bool:
+            now = kube.pods(namespace, EXECUTORS)
+            running = [p for p in now if p["status"].get("phase") == "Running"]
+            return not before & {p["metadata"]["name"] for p in now} and len(running) == 2
+        wait_for(replaced_all, 180, f"the dead driver's executor pods {sorted(before)} gone "
+                 f"and two new ones running:\n{kube.describe(namespace, EXECUTORS)}")
+        print(f"worker container killed: its executor pods replaced after "
+              f"{time.monotonic() - killed:.1f}s")
+        logged = kube.kubectl("logs", "-n", namespace, worker).stdout
+        assert f"an earlier driver in pod {worker} left" in logged, logged[-3000:]
     finally:
         kube.helm("uninstall", "connect", "--namespace", namespace, "--wait",
                   "--timeout", "180s", check=False)

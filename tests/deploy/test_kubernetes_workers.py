@@ -9,6 +9,9 @@ the client Service only:
 * three worker pods become Ready through the chart's own probes; the REST API
   answers through the Service; a connector from the plugin image (copied in by
   the chart's init container) writes exactly once;
+* a source at full rate (no rate limit, 1 kB records, two tasks) for 20 s
+  leaves the leader's pod within its memory limit: no OOMKilled container,
+  the pod's peak memory printed against the limit;
 * the leader's pod is deleted, then the leader's container is SIGKILLed: a new
   leader takes over, the StatefulSet (or the kubelet) brings the worker back,
   the tasks resume from their committed offsets: 0 duplicates, 0 gaps (the
@@ -23,6 +26,8 @@ import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import pytest
 from kafka_helpers import wait_for
@@ -164,4 +169,39 @@ def test_the_leader_lost_resumes_exactly_once(kube: Kube, release: Release, faul
           f"{to_progress:.1f}s; worker back Ready after {back:.1f}s; verifier (group, count, "
           f"first, last, duplicates, missing): {groups}, "
           f"aborted={sum(g.aborted for g in report.groups)}")
+    assert rest("DELETE", f"{url}/connectors/{name}").status_code == 204
+
+
+def pod_memory_peak(pod: dict[str, Any]) -> int:
+    """The pod's peak memory in bytes, from its cgroup (v1 here) on this node."""
+    qos = pod["status"]["qosClass"].lower()
+    uid = pod["metadata"]["uid"]
+    folder = Path("/sys/fs/cgroup/memory/kubepods")
+    folder = folder / f"pod{uid}" if qos == "guaranteed" else folder / qos / f"pod{uid}"
+    return int((folder / "memory.max_usage_in_bytes").read_text())
+
+
+def test_a_source_at_full_rate_stays_within_the_pods_memory(
+        kube: Kube, release: Release) -> None:
+    url = release.url
+    name, topic = "full-rate", f"full-rate-{uuid.uuid4().hex[:6]}"
+    create_sequence(url, name, topic, **{"tasks.max": "2", "batch.size": "1000",
+                                         "record.size.bytes": "1000"})
+    wait_task_running(url, name, 120)
+    leader = leader_pod(url)
+    pod = kube.get("pod", "-n", release.namespace, leader)
+    start = committed_ends(kube.kafka, topic, 2)
+    time.sleep(20)
+    end = committed_ends(kube.kafka, topic, 2)
+    stop_connector(url, name)
+    pod = kube.get("pod", "-n", release.namespace, leader)
+    status = pod["status"]["containerStatuses"][0]
+    limit = pod["spec"]["containers"][0]["resources"]["limits"]["memory"]
+    peak = pod_memory_peak(pod)
+    print(f"full rate for 20 s: {sum(end) - sum(max(s, 0) for s in start)} records of 1 kB "
+          f"committed; leader pod {leader} peak memory {peak / 2**20:.0f} MiB of {limit}; "
+          f"restarts {status.get('restartCount', 0)}")
+    assert status.get("restartCount", 0) == 0, status
+    assert "terminated" not in status.get("lastState", {}), status
+    verify_exactly_once(kube.kafka, topic, 2)
     assert rest("DELETE", f"{url}/connectors/{name}").status_code == 204

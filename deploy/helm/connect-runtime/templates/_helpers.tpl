@@ -267,6 +267,10 @@ tls = ClientTls(trusted=pem["TRUSTSTORE_CERTIFICATES"], check_hostname=False,
 try:
     urllib.request.urlopen("https://127.0.0.1:{{ .Values.connect.restPort }}/health",
                            context=tls.context(), timeout=4).close()
+except urllib.error.HTTPError as e:
+    # The body says why (the worker waits for Kafka at bootstrap.servers=...):
+    # the kubelet puts this line into the pod's events.
+    sys.exit(f"GET /health: {e.code}: {e.read(400).decode(errors='replace')}")
 except Exception as e:
     sys.exit(f"GET /health: {e}")
 {{- end -}}

@@ -114,6 +114,11 @@ def tool(name: str) -> str:
     return done.stdout.strip().splitlines()[-1]
 
 
+def built_version(name: str) -> str:
+    """The version of a tool tools.sh built: its cache folder is <what>-<version>."""
+    return Path(tool(name)).parent.name.rsplit("-", 1)[-1]
+
+
 def run(*argv: str, check: bool = True, input: bytes | None = None,
         timeout: float = 120) -> subprocess.CompletedProcess[str]:
     try:
@@ -328,9 +333,9 @@ def import_archive(state: State, archive: Path) -> None:
 
 def import_static_images(state: State) -> tuple[str, str]:
     """The pause image (the sandbox) and CoreDNS's, each one static binary."""
-    kubernetes_version = Path(tool("kubelet")).parent.name.removeprefix("kubernetes-")
+    kubernetes_version = built_version("kubelet")
     coredns = Path(tool("coredns"))
-    coredns_version = coredns.parent.name.removeprefix("coredns-")
+    coredns_version = built_version("coredns")
     pause_name = PAUSE_IMAGE.format(version=kubernetes_version)
     coredns_name = COREDNS_IMAGE.format(version=coredns_version)
     for name, binary, entry, user in (
@@ -856,8 +861,7 @@ def up(with_kafka: bool) -> State:
         log(f"control plane up at https://{GATEWAY}:{API_PORT} "
             f"({time.monotonic() - started:.0f}s)")
         containerd_config = write_containerd_config(
-            state, PAUSE_IMAGE.format(version=Path(tool("kubelet")).parent.name.removeprefix(
-                "kubernetes-")))
+            state, PAUSE_IMAGE.format(version=built_version("kubelet")))
         spawn(state, "containerd", [tool("containerd"), "--config", str(containerd_config)],
               lock_fd=lock_fd)
         wait_for(lambda: check_alive(state, "containerd") or state.containerd_sock.exists(),

@@ -41,9 +41,7 @@ EXECUTORS = "spark-role=executor"
 
 @pytest.fixture(scope="module")
 def namespace(kube: Kube) -> Iterator[str]:
-    namespace = f"executors-{uuid.uuid4().hex[:6]}"
-    kube.create_namespace(namespace, {"pod-security.kubernetes.io/enforce": "restricted",
-                                      "pod-security.kubernetes.io/enforce-version": "latest"})
+    namespace = kube.create_restricted_namespace("executors")
     try:
         yield namespace
     finally:

@@ -114,11 +114,6 @@ def tool(name: str) -> str:
     return done.stdout.strip().splitlines()[-1]
 
 
-def built_version(name: str) -> str:
-    """The version of a tool tools.sh built: its cache folder is <what>-<version>."""
-    return Path(tool(name)).parent.name.rsplit("-", 1)[-1]
-
-
 def run(*argv: str, check: bool = True, input: bytes | None = None,
         timeout: float = 120) -> subprocess.CompletedProcess[str]:
     try:
@@ -333,9 +328,9 @@ def import_archive(state: State, archive: Path) -> None:
 
 def import_static_images(state: State) -> tuple[str, str]:
     """The pause image (the sandbox) and CoreDNS's, each one static binary."""
-    kubernetes_version = built_version("kubelet")
+    kubernetes_version = Path(tool("kubelet")).parent.name.removeprefix("kubernetes-")
     coredns = Path(tool("coredns"))
-    coredns_version = built_version("coredns")
+    coredns_version = coredns.parent.name.removeprefix("coredns-")
     pause_name = PAUSE_IMAGE.format(version=kubernetes_version)
     coredns_name = COREDNS_IMAGE.format(version=coredns_version)
     for name, binary, entry, user in (
@@ -861,7 +856,8 @@ def up(with_kafka: bool) -> State:
         log(f"control plane up at https://{GATEWAY}:{API_PORT} "
             f"({time.monotonic() - started:.0f}s)")
         containerd_config = write_containerd_config(
-            state, PAUSE_IMAGE.format(version=built_version("kubelet")))
+            state, PAUSE_IMAGE.format(version=Path(tool("kubelet")).parent.name.removeprefix(
+                "kubernetes-")))
         spawn(state, "containerd", [tool("containerd"), "--config", str(containerd_config)],
               lock_fd=lock_fd)
         wait_for(lambda: check_alive(state, "containerd") or state.containerd_sock.exists(),

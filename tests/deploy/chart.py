@@ -26,12 +26,12 @@ CHART = REPO / "deploy" / "helm" / "connect-runtime"
 VALUE_SETS = sorted(p.name for p in (CHART / "ci").glob("*-values.yaml"))
 
 
-def helm(*args: str, kubeconfig: Path | None = None, check: bool = True,
-         timeout: float = 300) -> subprocess.CompletedProcess[str]:
+def helm(*args: str, kubeconfig: Path | None = None,
+         check: bool = True) -> subprocess.CompletedProcess[str]:
     argv = [tool("helm"), *args]
     if kubeconfig is not None:
         argv += ["--kubeconfig", str(kubeconfig)]
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=300)
     if check and done.returncode != 0:
         raise AssertionError(f"helm {' '.join(args)} exited {done.returncode}:\n"
                              f"{done.stdout}\n{done.stderr}")

@@ -27,7 +27,6 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-import chart
 import httpx
 from confluent_kafka import Consumer, IsolationLevel, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
@@ -79,6 +78,7 @@ class Kube:
 
     kubeconfig: Path
     kubectl_path: str
+    helm_path: str
     kafka: str
     crictl: list[str]
 
@@ -94,7 +94,12 @@ class Kube:
 
     def helm(self, *args: str, check: bool = True,
              timeout: float = 600) -> subprocess.CompletedProcess[str]:
-        return chart.helm(*args, kubeconfig=self.kubeconfig, check=check, timeout=timeout)
+        done = subprocess.run([self.helm_path, "--kubeconfig", str(self.kubeconfig), *args],
+                              capture_output=True, text=True, timeout=timeout, check=False)
+        if check and done.returncode != 0:
+            raise AssertionError(f"helm {' '.join(args)} exited {done.returncode}:\n"
+                                 f"{done.stdout}\n{done.stderr}")
+        return done
 
     def get(self, *args: str) -> dict[str, Any]:
         out = self.kubectl("get", *args, "-o", "json").stdout
@@ -105,14 +110,6 @@ class Kube:
         self.kubectl("apply", "-f", "-", input=json.dumps({
             "apiVersion": "v1", "kind": "Namespace",
             "metadata": {"name": name, "labels": labels or {}}}))
-
-    def create_restricted_namespace(self, prefix: str) -> str:
-        """A fresh namespace ``<prefix>-<hex>`` enforcing Pod Security
-        ``restricted`` (latest), as a hardened cluster's would; its name."""
-        name = f"{prefix}-{uuid.uuid4().hex[:6]}"
-        self.create_namespace(name, {"pod-security.kubernetes.io/enforce": "restricted",
-                                     "pod-security.kubernetes.io/enforce-version": "latest"})
-        return name
 
     def delete_namespace(self, name: str) -> None:
         self.kubectl("delete", "namespace", name, "--wait=true", "--timeout=180s", check=False,
@@ -188,7 +185,7 @@ def running_cluster(engine_env: dict[str, str], image: str,
         cluster.import_archive(state, plugin_archive)
         cluster_sh("load-image", image, env=engine_env)
         kube = Kube(kubeconfig=state.kubeconfig, kubectl_path=cluster.tool("kubectl"),
-                    kafka=state.kafka,
+                    helm_path=cluster.tool("helm"), kafka=state.kafka,
                     crictl=[cluster.tool("crictl"), "--runtime-endpoint",
                             f"unix://{state.containerd_sock}"])
         print(f"cluster up with the images in {time.monotonic() - started:.0f}s")
@@ -203,17 +200,10 @@ def running_cluster(engine_env: dict[str, str], image: str,
 # -- Kafka, read from the host -------------------------------------------------------
 
 
-@functools.cache
-def admin_client(bootstrap: str) -> AdminClient:
-    """One AdminClient per broker for the session: a new client per sample now
-    and then took 3 s to answer, which timed samples read as downtime."""
-    return AdminClient({"bootstrap.servers": bootstrap})
-
-
 def committed_ends(bootstrap: str, topic: str, partitions: int) -> list[int]:
     """Each partition's last stable offset (what read_committed sees); -1s
     while the topic does not exist yet."""
-    admin = admin_client(bootstrap)
+    admin = AdminClient({"bootstrap.servers": bootstrap})
     requests = {TopicPartition(topic, p): OffsetSpec.latest() for p in range(partitions)}
     try:
         futures = admin.list_offsets(requests, isolation_level=IsolationLevel.READ_COMMITTED,

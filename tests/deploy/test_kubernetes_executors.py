@@ -41,7 +41,9 @@ EXECUTORS = "spark-role=executor"
 
 @pytest.fixture(scope="module")
 def namespace(kube: Kube) -> Iterator[str]:
-    namespace = kube.create_restricted_namespace("executors")
+    namespace = f"executors-{uuid.uuid4().hex[:6]}"
+    kube.create_namespace(namespace, {"pod-security.kubernetes.io/enforce": "restricted",
+                                      "pod-security.kubernetes.io/enforce-version": "latest"})
     try:
         yield namespace
     finally:

@@ -42,12 +42,12 @@ from dataclasses import dataclass, field
 
 import httpx
 import pytest
+from confluent_kafka import IsolationLevel, TopicPartition
+from confluent_kafka.admin import AdminClient, OffsetSpec
 from kafka_helpers import wait_for
 from kube_cluster import (
     CHART,
     Kube,
-    admin_client,
-    committed_ends,
     leader_elections,
     leader_pod,
     rest,
@@ -102,8 +102,10 @@ def worker_properties(kube: Kube, release: Release) -> dict[str, str]:
 def release(kube: Kube) -> Iterator[Release]:
     """Three workers under ``exactly.once.source.support=preparing`` (test 1
     turns it to ``enabled``)."""
-    namespace = kube.create_restricted_namespace("ops")
-    name = namespace
+    suffix = uuid.uuid4().hex[:6]
+    namespace, name = f"ops-{suffix}", f"ops-{suffix}"
+    kube.create_namespace(namespace, {"pod-security.kubernetes.io/enforce": "restricted",
+                                      "pod-security.kubernetes.io/enforce-version": "latest"})
     try:
         started = time.monotonic()
         install(kube, namespace, name, "connect.exactlyOnceSourceSupport=preparing",
@@ -167,8 +169,8 @@ def group_members(kafka: str, group_id: str) -> list[tuple[str, list[int]]]:
     worker's ``client.id``, ``connect-runtime-member-<worker id>``, and a
     suffix) with the config topic partitions it holds, sorted by member id.
     Holding partition 0 is leading."""
-    described = admin_client(kafka).describe_consumer_groups([group_id], request_timeout=15)
-    group = described[group_id].result()
+    admin = AdminClient({"bootstrap.servers": kafka})
+    group = admin.describe_consumer_groups([group_id], request_timeout=15)[group_id].result()
     return sorted((m.member_id, sorted(tp.partition for tp in m.assignment.topic_partitions))
                   for m in group.members)
 
@@ -182,9 +184,9 @@ class Sampler:
     ends (progress), and every second the leader as the client Service answers
     ``GET /internal/leader`` and the worker that holds the connector's task.
 
-    The ends come from ``committed_ends``, whose one AdminClient per broker
-    answers promptly (a new client per sample now and then took 3 s, which
-    would show up here as downtime that is not the task's). The REST calls have their
+    The ends come from one AdminClient kept for the whole run: a new client per
+    sample (``committed_ends``) now and then takes 3 s to answer, which would
+    show up here as downtime that is not the task's. The REST calls have their
     own thread, so one that waits on a departing pod delays no progress sample.
     """
 
@@ -205,6 +207,7 @@ class Sampler:
     _threads: list[threading.Thread] = field(default_factory=list)
 
     def __enter__(self) -> Sampler:
+        self._admin = AdminClient({"bootstrap.servers": self.kafka})
         self._ends, self._last_advance = self._committed_ends(), time.monotonic()
         self._threads = [threading.Thread(target=self._progress, name="progress", daemon=True),
                          threading.Thread(target=self._rest, name="rest", daemon=True)]
@@ -227,7 +230,10 @@ class Sampler:
         return list(self._ends)
 
     def _committed_ends(self) -> list[int]:
-        return committed_ends(self.kafka, self.topic, PARTITIONS)
+        requests = {TopicPartition(self.topic, p): OffsetSpec.latest() for p in range(PARTITIONS)}
+        futures = self._admin.list_offsets(
+            requests, isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=10)
+        return [futures[tp].result(timeout=15).offset for tp in requests]
 
     def _progress(self) -> None:
         while not self._stop.wait(self.period):
@@ -392,7 +398,8 @@ def test_two_releases_of_one_name_in_two_namespaces_are_two_clusters(kube: Kube)
                     for p in properties]
         assert groups == [f"{r.namespace}.{r.fullname}" for r in releases], groups
         assert not set(internal[0]) & set(internal[1]), internal
-        listed = set(admin_client(kube.kafka).list_topics(timeout=15).topics)
+        listed = set(AdminClient({"bootstrap.servers": kube.kafka})
+                     .list_topics(timeout=15).topics)
         assert set(internal[0]) | set(internal[1]) <= listed, (internal, sorted(listed))
         roots = [rest("GET", f"{r.url}/").json() for r in releases]
         # One Kafka cluster, two Connect clusters on it.

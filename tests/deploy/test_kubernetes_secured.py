@@ -73,6 +73,13 @@ def install_args(bootstrap: str, replicas: int | str) -> list[str]:
             "--set", f"resources.requests.cpu={CPU_REQUEST}"]
 
 
+def restricted_namespace(kube: Kube, prefix: str) -> str:
+    namespace = f"{prefix}-{uuid.uuid4().hex[:6]}"
+    kube.create_namespace(namespace, {"pod-security.kubernetes.io/enforce": "restricted",
+                                      "pod-security.kubernetes.io/enforce-version": "latest"})
+    return namespace
+
+
 def uninstall(kube: Kube, namespace: str) -> None:
     kube.helm("uninstall", RELEASE, "--namespace", namespace, "--wait", "--timeout", "180s",
               check=False)
@@ -141,7 +148,7 @@ class Secured:
 def secured(kube: Kube, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Secured]:
     """TestSecuredRest's release: two workers under ci/secured-rest-values.yaml's
     values, with the Secrets made by kubectl; uninstalled after the class."""
-    namespace = kube.create_restricted_namespace("secured")
+    namespace = restricted_namespace(kube, "secured")
     # What cert-manager's Certificate of docs/kubernetes.md would hold.
     pki = make_pki(tmp_path_factory.mktemp("pki"), worker_dns=[
         f"*.{FULLNAME}-headless.{namespace}.svc.cluster.local",
@@ -323,7 +330,7 @@ class Single:
 def single(kube: Kube) -> Iterator[Single]:
     """TestBadInputAndFaults' release: one worker, a broker it cannot reach, a
     plugin image; uninstalled after the class."""
-    namespace = kube.create_restricted_namespace("faults")
+    namespace = restricted_namespace(kube, "faults")
     host = kube.kafka.rsplit(":", 1)[0]
     unreachable = f"{host}:{unused_port(host)}"
     try:
@@ -445,7 +452,7 @@ class TestBadInputAndFaults:
 
     def test_a_value_the_schema_refuses_fails_before_anything_is_created(
             self, kube: Kube) -> None:
-        namespace = kube.create_restricted_namespace("refused")
+        namespace = restricted_namespace(kube, "refused")
         try:
             done = kube.helm("install", RELEASE, str(CHART), "--namespace", namespace,
                              *install_args(kube.kafka, "three"),

@@ -58,7 +58,9 @@ class Release:
 
 @pytest.fixture(scope="module")
 def release(kube: Kube) -> Iterator[Release]:
-    namespace = kube.create_restricted_namespace("workers")
+    namespace = f"workers-{uuid.uuid4().hex[:6]}"
+    kube.create_namespace(namespace, {"pod-security.kubernetes.io/enforce": "restricted",
+                                      "pod-security.kubernetes.io/enforce-version": "latest"})
     started = time.monotonic()
     try:
         kube.helm("install", "connect", str(CHART), "--namespace", namespace,

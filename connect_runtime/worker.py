@@ -10,7 +10,8 @@ Startup order matters:
 
    a. checks that Kafka answers and accepts each client kind's credentials;
    b. creates (or checks) the internal topics;
-   c. reads the status and offsets topics to the end;
+   c. reads the status topic to the end, and starts reading the offsets topic
+      (without waiting for its end: see :meth:`Worker._start`);
    d. joins the group, then reads the config topic to the end (the member
       elected leader claims write privileges on it first: ``init_transactions``
       of ``connect-cluster-<group.id>`` fences any zombie leader and aborts its
@@ -241,9 +242,14 @@ class Worker:
         progress("creating or checking the internal topics")
         ensure_internal_topics(stores.admin, InternalTopicSettings.from_worker_config(self.config))
         cluster_id = _cluster_id(stores.admin)
-        progress("reading the status and offsets topics")
+        progress("reading the status topic")
         stores.status.start(STARTUP_READ_TIMEOUT_S)
-        stores.offsets.start(STARTUP_READ_TIMEOUT_S)
+        # Not waiting for the offsets topic's end: a dead task's transaction may
+        # be open on it, holding read_committed readers back until the task's
+        # next instance fences it, which needs a leader, which may have to be
+        # this worker (a restarted static member gets its leadership back).
+        # Only REST offset queries use this store, and each reads to the end.
+        stores.offsets.start(STARTUP_READ_TIMEOUT_S, wait_for_end=False)
         if stop.is_set():
             return None
         herder = DistributedHerder(self.config, stores.configs, stores.status,
@@ -256,6 +262,8 @@ class Worker:
                                      on_rebalance=herder.metrics.counters.rebalanced)
         herder.is_member_leader = lambda: self.membership is not None and \
             self.membership.is_leader
+        herder.membership_failure = lambda: (self.membership.failure
+                                             if self.membership is not None else None)
         # Join before reading the config topic: if a dead leader left a transaction
         # open on it, the read below waits until the new leader's init_transactions
         # (possibly ours) aborts it.
@@ -303,6 +311,7 @@ class Worker:
 
     def _membership_config(self) -> dict[str, Any]:
         session = int(self.config["session.timeout.ms"])
+        instance = self.config.get("group.instance.id")
         return {
             **self.config.client_config("consumer"),
             "group.id": self.config.group_id,
@@ -310,11 +319,14 @@ class Worker:
             "session.timeout.ms": session,
             "heartbeat.interval.ms": int(self.config["heartbeat.interval.ms"]),
             "max.poll.interval.ms": max(int(self.config["rebalance.timeout.ms"]), session),
+            **({"group.instance.id": instance} if instance else {}),
         }
 
     def stop_tasks_and_leave(self) -> None:
         """Graceful part of shutdown: tasks stop (final commits), then the group is left
-        so another worker takes over at once instead of after the session timeout."""
+        so another worker takes over at once instead of after the session timeout
+        (under ``group.instance.id`` the worker keeps its place for the session
+        timeout instead, waiting for its own restart)."""
         if self.herder is not None:
             self.herder.stop()
         if self.membership is not None:

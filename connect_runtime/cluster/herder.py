@@ -162,6 +162,9 @@ class DistributedHerder:
                                             ConnectorConfig(
                                                 self._resolved(cfg)).offsets_storage_topic))
         self.is_member_leader: Callable[[], bool] = lambda: self._leader
+        # Why this worker's group membership ended on its own (None: it runs);
+        # set by the worker, like is_member_leader.
+        self.membership_failure: Callable[[], str | None] = lambda: None
         self._thread = threading.Thread(target=self._reconcile_loop, name="herder", daemon=True)
         self.started = threading.Event()
 
@@ -424,6 +427,9 @@ class DistributedHerder:
             self._leader_seen = True
         if not self._thread.is_alive():
             return HealthInfo("unhealthy", "The worker's herder thread has stopped.")
+        if (failure := self.membership_failure()) is not None:
+            # Out of the group for good: it can never lead or take over again.
+            return HealthInfo("unhealthy", f"The worker left its group: {failure}")
         return HealthInfo("healthy", "Worker has completed startup and is ready to handle "
                                      "requests.")
 

@@ -13,6 +13,14 @@ topic even before it notices it lost the partition.
 
 The consumer never reads records for anyone (``assign``-only readers do that);
 polling it keeps the membership alive and delivers the rebalance callbacks.
+
+Under static membership (``group.instance.id``, KIP-345) a member that closes
+does not leave: the coordinator keeps its place and its assignment until
+``session.timeout.ms`` runs out, and a consumer joining under the same
+instance id gets them back without a rebalance. So a restarted leader is the
+leader again, and a restarted follower moves nothing. A second live consumer
+under the same instance id fences the first one for good (a fatal error):
+the membership then ends, and :attr:`GroupMembership.failure` says why.
 """
 
 from __future__ import annotations
@@ -56,6 +64,8 @@ class GroupMembership:
         self._on_demoted = on_demoted
         self._on_rebalance = on_rebalance  # every completed rebalance; must not block
         self._leader = False
+        # Set once, by the poll thread, when the consumer hit a fatal error.
+        self._failure: str | None = None
         self._stop = threading.Event()
         self._changes: list[bool] = []
         self._changed = threading.Condition()
@@ -66,6 +76,13 @@ class GroupMembership:
     @property
     def is_leader(self) -> bool:
         return self._leader
+
+    @property
+    def failure(self) -> str | None:
+        """Why the membership ended on its own (a fatal consumer error, such as
+        another worker joining under this ``group.instance.id``); None while it
+        runs or after :meth:`stop`."""
+        return self._failure
 
     def start(self) -> None:
         self._poller.start()
@@ -111,13 +128,26 @@ class GroupMembership:
         try:
             while not self._stop.is_set():
                 msg = consumer.poll(POLL_INTERVAL_S)
-                if msg is not None and msg.error() is not None:
-                    err = msg.error()
-                    if err is not None and err.code() != KafkaError._PARTITION_EOF:
-                        log.warning("group membership: %s", err)
+                err = msg.error() if msg is not None else None
+                if err is None or err.code() == KafkaError._PARTITION_EOF:
+                    continue
+                if err.fatal() or err.code() == KafkaError._FATAL:
+                    self._failure = self._describe_fatal(err)
+                    log.error("group membership ended: %s", self._failure)
+                    break
+                log.warning("group membership: %s", err)
         finally:
             self._set(False)
             consumer.close()  # leaves the group now rather than after the session timeout
+
+    def _describe_fatal(self, err: KafkaError) -> str:
+        group, instance = self._conf.get("group.id"), self._conf.get("group.instance.id")
+        if instance is None:
+            return f"fatal Kafka consumer error in group {group!r}: {err.str()}"
+        # librdkafka reports the fencing as _FATAL, its cause only in the text.
+        return (f"fatal Kafka consumer error in group {group!r} under group.instance.id "
+                f"{instance!r} (another worker joining under the same group.instance.id "
+                f"fences this one; it must be unique per worker): {err.str()}")
 
     def _dispatch(self) -> None:
         """Deliver leadership changes in order, one at a time, off the poll thread."""

@@ -88,6 +88,14 @@ WORKER_CONFIG_DEF = (
             "Kafka brokers for the internal topics and, by default, for connectors.")
     .define("group.id", Type.STRING, NO_DEFAULT, NonEmptyString(), Importance.HIGH,
             "Identifies the Connect cluster; workers sharing it form one cluster.")
+    .define("group.instance.id", Type.STRING, None, None, Importance.MEDIUM,
+            "Static group membership (KIP-345), not a Kafka Connect key: a name unique "
+            "to this worker and kept across its restarts (the chart uses the pod's "
+            "name). A worker that stops or dies keeps its place in the group, "
+            "leadership included, for session.timeout.ms: back within it, it takes its "
+            "role again without moving anything; not back, another worker takes over "
+            "then. Set session.timeout.ms above the time a restart takes. Unset: a "
+            "stopping worker leaves the group at once (docs/cluster.md).")
     .define("config.storage.topic", Type.STRING, NO_DEFAULT, NonEmptyString(), Importance.HIGH,
             "Topic holding connector and task configurations (1 partition, compacted).")
     .define("offset.storage.topic", Type.STRING, NO_DEFAULT, NonEmptyString(), Importance.HIGH,

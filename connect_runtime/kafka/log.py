@@ -189,7 +189,8 @@ class KafkaBasedLog:
     * ``callback(key, value, partition, offset)`` runs on the log's thread for
       every record, in offset order within a partition (no order across
       partitions). An exception from it is logged and the record skipped.
-    * :meth:`start` returns once the log has read to the end once.
+    * :meth:`start` returns once the log has read to the end once (unless told
+      not to wait: then once its thread runs).
     * :meth:`read_to_end` returns only when every record below the end offsets
       captured at call time has been handed to the callback (see module doc);
       it raises :class:`KafkaTimeoutError` if that takes longer than ``timeout``.
@@ -226,8 +227,9 @@ class KafkaBasedLog:
         """Partition ids being read (empty before :meth:`start`)."""
         return list(self._reader.partitions) if self._reader else []
 
-    def start(self, timeout: float = 60.0) -> None:
-        """Assign all partitions, start the thread, and read to the end once."""
+    def start(self, timeout: float = 60.0, wait_for_end: bool = True) -> None:
+        """Assign all partitions, start the thread, and read to the end once
+        (``wait_for_end=False``: without waiting for that)."""
         if self._thread is not None or self._stopping.is_set():
             raise ConnectError(f"KafkaBasedLog for {self.topic} was already started; "
                                f"a log cannot be restarted")
@@ -239,11 +241,12 @@ class KafkaBasedLog:
         self._thread = threading.Thread(target=self._run, name=f"kafka-log-{self.topic}",
                                         daemon=True)
         self._thread.start()
-        try:
-            self.read_to_end(max(0.0, deadline - time.monotonic()))
-        except BaseException:
-            self.stop()
-            raise
+        if wait_for_end:
+            try:
+                self.read_to_end(max(0.0, deadline - time.monotonic()))
+            except BaseException:
+                self.stop()
+                raise
         log.info("Started KafkaBasedLog for topic %s (%d partitions, %s)", self.topic,
                  len(partitions), self._isolation_level)
 

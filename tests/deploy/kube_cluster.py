@@ -296,6 +296,21 @@ def wait_task_running(url: str, connector: str, timeout: float,
     return result
 
 
+def pod_of(worker: str | None) -> str | None:
+    """A pod name from a worker URL or worker id (its advertised host)."""
+    if not worker:
+        return None
+    return worker.split("://", 1)[-1].split(".", 1)[0].split(":", 1)[0]
+
+
+def release_properties(kube: Kube, namespace: str, fullname: str) -> dict[str, str]:
+    """A release's worker.properties, from its ConfigMap."""
+    data = kube.get("configmap", "-n", namespace, fullname)["data"]
+    lines = [line.split("=", 1) for line in data["worker.properties"].splitlines()
+             if "=" in line and not line.lstrip().startswith("#")]
+    return {key.strip(): value.strip() for key, value in lines}
+
+
 def leader_pod(url: str, client: httpx.Client | None = None) -> str:
     """The leading worker's pod name, from GET /internal/leader."""
     def ask() -> str | None:

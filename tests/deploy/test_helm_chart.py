@@ -22,7 +22,16 @@ from typing import Any
 
 import pytest
 import yaml
-from chart import CHART, VALUE_SETS, find, helm, render, values_args, worker_properties
+from chart import (
+    CHART,
+    VALUE_SETS,
+    find,
+    helm,
+    pod_environment,
+    render,
+    values_args,
+    worker_properties,
+)
 from kube_apiserver import REPO
 
 VALIDATE = [sys.executable, "-m", "kubernetes_validate", "--strict", "--quiet",
@@ -176,6 +185,27 @@ def test_the_log_format_reaches_the_workers_as_an_environment_variable(
     objects = render("defaults-values.yaml", sets)
     container = find(objects, "StatefulSet")["spec"]["template"]["spec"]["containers"][0]
     assert {"name": "CONNECT_LOG_FORMAT", "value": expected} in container["env"]
+
+
+@pytest.mark.parametrize(("value_set", "sets", "instance", "session"), [
+    ("defaults-values.yaml", {}, "r-connect-runtime-2", "45000"),
+    # connect.config's session.timeout.ms wins over the chart's.
+    ("local-values.yaml", {}, "r-connect-runtime-2", "15000"),
+    ("defaults-values.yaml", {"connect.staticMembership.sessionTimeoutMs": "60000"},
+     "r-connect-runtime-2", "60000"),
+    ("defaults-values.yaml", {"connect.staticMembership.enabled": "false"}, None, None),
+])
+def test_static_membership_joins_each_worker_under_its_pod_name(
+        value_set: str, sets: dict[str, str], instance: str | None,
+        session: str | None) -> None:
+    objects = render(value_set, sets)
+    statefulset = find(objects, "StatefulSet")
+    pod_name = f"{statefulset['metadata']['name']}-2"
+    env = pod_environment(statefulset, pod_name, "default")
+    assert env.get("CONNECT_GROUP_INSTANCE_ID") == instance
+    sessions = re.findall(r"^\s*session\.timeout\.ms=(\d+)$", worker_properties(objects),
+                          re.MULTILINE)
+    assert sessions == ([session] if session else []), sessions
 
 
 def test_metrics_are_scraped_from_every_pod() -> None:
@@ -561,13 +591,17 @@ def test_probe_timeouts_are_values_with_defaults_per_handler() -> None:
 
 
 def test_the_startup_window_outlasts_a_slow_start() -> None:
-    """The REST port opens only after the worker has read its three internal
+    """/health answers 200 only after the worker has read the status and config
     topics, each allowed STARTUP_READ_TIMEOUT_S, plus first contact (30 s), the
-    cluster id (30 s) and joining the group."""
-    startup = probes(render("defaults-values.yaml"))[0]
+    cluster id (30 s) and joining the group, when a leader may have to be
+    elected after a departed one's session times out."""
+    objects = render("defaults-values.yaml")
+    startup = probes(objects)[0]
     window = startup["periodSeconds"] * startup["failureThreshold"]
-    assert window == 600
-    assert window >= 3 * startup_read_timeout_s() + 30 + 30 + 60, window
+    session = re.search(r"^\s*session\.timeout\.ms=(\d+)$", worker_properties(objects),
+                        re.MULTILINE)
+    assert window == 600 and session is not None
+    assert window >= 2 * startup_read_timeout_s() + 30 + 30 + int(session[1]) / 1000, window
 
 
 # --------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import pytest
 from confluent_kafka import KafkaException, Producer
-from harness import Cluster, WorkerProcess
+from harness import Cluster, WorkerProcess, free_port
 from kafka_helpers import create_topic, read_topic, sequences, wait_for
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
@@ -163,12 +163,13 @@ def running_generation(worker: WorkerProcess, name: str, count: int,
     return result
 
 
-def open_zombie_transaction(bootstrap: str, transactional_id: str, topic: str) -> Producer:
+def open_zombie_transaction(bootstrap: str, transactional_id: str, topic: str,
+                            key: bytes | None = None) -> Producer:
     """A producer posing as a task of the current generation, with an open transaction."""
     producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": transactional_id})
     producer.init_transactions(30)
     producer.begin_transaction()
-    producer.produce(topic, b'{"partition": 99, "seq": 0}')
+    producer.produce(topic, b'{"partition": 99, "seq": 0}', key)
     producer.flush(10)
     return producer
 
@@ -240,18 +241,24 @@ def assert_no_gaps(bootstrap: str, topic: str, partitions: int) -> None:
         assert not missing, f"source partition {partition} lost {sorted(missing)[:10]}"
 
 
+def start_slow_sequence(leader: WorkerProcess, bootstrap: str, topic: str, name: str,
+                        **config: str) -> None:
+    """A two-task sequence source at 100 records/s into a new two-partition
+    topic, both tasks RUNNING."""
+    create_topic(bootstrap, topic, 2)
+    assert leader.rest("POST", "/connectors", json={"name": name, "config": {
+        "connector.class": SEQ, "tasks.max": "2", "topic": topic, "batch.size": "10",
+        "rate.per.sec": "100", **config}}).status_code == 201
+    leader.wait_tasks(name, "RUNNING", 2)
+
+
 def test_rolling_upgrade_and_soft_downgrade_keep_connectors_running(
         kafka_bootstrap: str, tmp_path: Path, unique_name: Callable[[str], str]) -> None:
     cluster = Cluster(kafka_bootstrap, tmp_path, 3,
                       {"exactly.once.source.support": "disabled"}).start()
     try:
         topic, name = unique_name("seq"), unique_name("upgrade")
-        create_topic(kafka_bootstrap, topic, 2)
-        leader = cluster.wait_leader()
-        assert leader.rest("POST", "/connectors", json={"name": name, "config": {
-            "connector.class": SEQ, "tasks.max": "2", "topic": topic, "batch.size": "10",
-            "rate.per.sec": "100"}}).status_code == 201
-        leader.wait_tasks(name, "RUNNING", 2)
+        start_slow_sequence(cluster.wait_leader(), kafka_bootstrap, topic, name)
         # KIP-618's two-step upgrade, then its soft downgrade, one worker at a time.
         for mode in ("preparing", "enabled", "disabled"):
             for worker in cluster.workers:  # one at a time, as an operator would
@@ -266,5 +273,94 @@ def test_rolling_upgrade_and_soft_downgrade_keep_connectors_running(
         leader = cluster.wait_leader()
         stop_and_wait(leader, name)
         assert_no_gaps(kafka_bootstrap, topic, 2)
+    finally:
+        cluster.stop()
+
+
+def leader_records(bootstrap: str, group: str) -> list[str]:
+    """The URL of every ``leader`` record of the cluster's config topic, oldest
+    first: each election writes one."""
+    return [r["value"]["url"] for r in read_topic(bootstrap, f"{group}-configs")
+            if r["key"] == b"leader"]
+
+
+# A session long enough for a worker's restart (about 10 s here).
+SETTINGS = {"session.timeout.ms": "30000", "heartbeat.interval.ms": "1500",
+            "spark.master": "local[6]"}
+
+
+def test_static_members_keep_their_roles_across_restarts(
+        kafka_bootstrap: str, tmp_path: Path, unique_name: Callable[[str], str]) -> None:
+    """Under ``group.instance.id`` (KIP-345) a restarted follower moves nothing
+    and a restarted leader is the leader again: no other worker is elected in
+    between (the config topic's ``leader`` records), the tasks resume on it,
+    exactly once. A second worker joining under a live worker's instance id
+    fences it for good: that worker's /health turns unhealthy and names
+    ``group.instance.id``."""
+    cluster = Cluster(kafka_bootstrap, tmp_path, 3, SETTINGS)
+    for i, worker in enumerate(cluster.workers):
+        worker.props["group.instance.id"] = f"worker-{i}"
+    cluster.start()
+    try:
+        topic, name = unique_name("seq"), unique_name("static")
+        leader = cluster.wait_agreed_leader()
+        start_slow_sequence(leader, kafka_bootstrap, topic, name)
+        elections = leader_records(kafka_bootstrap, cluster.workers[0].group)
+        assert elections[-1] == leader.url, elections
+
+        follower = next(w for w in cluster.workers if w is not leader)
+        follower.stop()
+        follower.start()
+        assert cluster.wait_agreed_leader() is leader
+
+        leader.stop()
+        time.sleep(3)  # unlike a worker that leaves the group, its place waits for it
+        assert cluster.leader() is None
+        leader.start()
+        assert cluster.wait_agreed_leader() is leader
+        leader.wait_tasks(name, "RUNNING", 2, timeout=120)
+        before = committed(kafka_bootstrap, topic)
+        wait_for(lambda: committed(kafka_bootstrap, topic) > before + 50, 60,
+                 "records flowing after the leader's restart")
+        after = leader_records(kafka_bootstrap, cluster.workers[0].group)
+        # One more election, the restarted leader's own, and nobody else's.
+        assert after == [*elections, leader.url], after
+
+        # Killed and restarted in place (a container restart): the same again,
+        # even with a dead task's transaction open on the offsets topic (a kill
+        # between its offsets write and its commit), which only the task's next
+        # instance ends (fencing): the restarted worker must rejoin, and lead,
+        # without reading the offsets topic to its end first.
+        group = leader.props["group.id"]
+        leader.signal_tree(signal.SIGKILL)
+        leader.stop()
+        zombie = open_zombie_transaction(kafka_bootstrap, f"{group}-{name}-0", f"{group}-offsets",
+                                         key=b"a key: the offsets topic is compacted")
+        leader.start()
+        assert cluster.wait_agreed_leader() is leader
+        leader.wait_tasks(name, "RUNNING", 2, timeout=120)
+        after = leader_records(kafka_bootstrap, cluster.workers[0].group)
+        assert after == [*elections, leader.url, leader.url], after
+        before = committed(kafka_bootstrap, topic)
+        wait_for(lambda: committed(kafka_bootstrap, topic) > before + 50, 60,
+                 "records flowing after the leader's kill and restart")
+        # The task's new instance fenced it before reading its offsets.
+        with pytest.raises(KafkaException):
+            zombie.commit_transaction(10)
+
+        instance = follower.props["group.instance.id"]
+        twin = WorkerProcess(kafka_bootstrap, follower.group, free_port(), tmp_path,
+                             {**SETTINGS, "group.instance.id": instance})
+        twin.start()
+        try:
+            def fenced() -> str | None:
+                answer = httpx.get(f"{follower.url}/health", timeout=3)
+                return answer.text if answer.status_code == 500 else None
+            message = wait_for(fenced, 60, "the fenced worker to report itself unhealthy")
+            assert "group.instance.id" in message and repr(instance) in message, message
+        finally:
+            twin.stop()
+        stop_and_wait(leader, name)
+        assert_exactly_once(kafka_bootstrap, topic, 2)
     finally:
         cluster.stop()

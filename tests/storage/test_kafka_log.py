@@ -123,6 +123,33 @@ def test_read_to_end_waits_for_an_open_transaction(
     assert collector.values() == [b"in-txn"]
 
 
+def test_a_start_not_waiting_for_the_end_returns_despite_an_open_transaction(
+    admin: AdminClient, producers: Callable[..., Producer], logs: Callable[..., KafkaBasedLog],
+    unique_name: Callable[[str], str],
+) -> None:
+    """The worker starts its offsets log this way: a dead task's open transaction
+    must not hold its startup (only the task's next instance, which needs a
+    leader, ends it); reads to the end still wait for it."""
+    topic = unique_name("log")
+    ensure_topic(admin, topic, 2)
+    plain = producers()
+    plain.produce(topic, key=b"a", value=b"committed", partition=1)
+    plain.flush(10)
+    txn = producers(unique_name("txn"))
+    txn.begin_transaction()
+    txn.produce(topic, key=b"b", value=b"in-txn", partition=0)
+    txn.flush(10)
+
+    collector = Collector()
+    log = logs(topic, collector)
+    log.start(1.0, wait_for_end=False)  # no KafkaTimeoutError after 1 s
+    with pytest.raises(KafkaTimeoutError, match="open transaction"):
+        log.read_to_end(1.0)
+    txn.abort_transaction(30)
+    log.read_to_end(30)
+    assert collector.values() == [b"committed"]
+
+
 def test_read_to_end_started_before_commit_returns_only_after_it(
     admin: AdminClient, producers: Callable[..., Producer], logs: Callable[..., KafkaBasedLog],
     unique_name: Callable[[str], str],

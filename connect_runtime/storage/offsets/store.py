@@ -62,8 +62,10 @@ class OffsetStore:
         with self._lock:
             self._builder.apply(key, value, partition, offset)
 
-    def start(self, timeout: float = 60.0) -> None:
-        self._log.start(timeout)
+    def start(self, timeout: float = 60.0, wait_for_end: bool = True) -> None:
+        """Start reading the global offsets topic; with ``wait_for_end``, return
+        once it was read to its end (queries read to the end anyway)."""
+        self._log.start(timeout, wait_for_end)
 
     def stop(self) -> None:
         self._log.stop()

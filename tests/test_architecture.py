@@ -112,6 +112,48 @@ def import_edges(roots: dict[str, Path]) -> Edges:
     return edges
 
 
+def _modules(roots: dict[str, Path]) -> dict[str, Path]:
+    """Every module of the packages at ``roots``, by dotted name (a package by its own)."""
+    found: dict[str, Path] = {}
+    for package, folder in roots.items():
+        for path in sorted(folder.rglob("*.py")):
+            parts = [p for p in path.relative_to(folder).with_suffix("").parts if p != "__init__"]
+            found[".".join([package, *parts])] = path
+    return found
+
+
+def _group(module: str, path: Path) -> str:
+    """The package a module belongs to (a package's ``__init__`` to itself)."""
+    return module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+
+
+def module_edges(roots: dict[str, Path]) -> Edges:
+    """Imports between modules of one package (``task.loop`` -> ``task.slot``), every
+    import counted, function-level and ``TYPE_CHECKING`` ones too. ``from pkg
+    import name`` counts as an import of ``pkg.name`` when that is a module."""
+    modules = _modules(roots)
+    edges: Edges = defaultdict(lambda: defaultdict(set))
+    for module, path in modules.items():
+        is_package = path.name == "__init__.py"
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    up = module.split(".")
+                    up = up[: len(up) - node.level + (1 if is_package else 0)]
+                    base = ".".join([*up, *([node.module] if node.module else [])])
+                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base
+                           for a in node.names]
+            for target in targets:
+                if (target in modules and target != module
+                        and _group(target, modules[target]) == _group(module, path)):
+                    edges[module][target].add(target)
+    return edges
+
+
 def find_cycles(edges: Edges) -> list[list[str]]:
     """Strongly connected components with more than one part (Tarjan)."""
     index: dict[str, int] = {}
@@ -171,6 +213,12 @@ def test_no_cycles_between_top_level_parts() -> None:
     assert find_cycles(import_edges(_source_roots())) == []
 
 
+def test_no_cycles_between_the_modules_of_a_package() -> None:
+    """Inside ``task/``, ``cluster/`` and every other package too: a function-level
+    import does not hide a cycle from this check."""
+    assert find_cycles(module_edges(_source_roots())) == []
+
+
 def test_parts_import_only_from_lower_layers() -> None:
     assert layer_violations(import_edges(_source_roots()), LAYERS) == []
 
@@ -187,6 +235,16 @@ def _edges(*pairs: tuple[str, str]) -> Edges:
     for source, target in pairs:
         edges[source][target].add(f"connect_runtime.{target}.x")
     return edges
+
+
+def test_checker_finds_a_cycle_between_modules_hidden_in_a_function(tmp_path: Path) -> None:
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "base.py").write_text("def pick():\n    from pkg.impl import Impl\n")
+    (package / "impl.py").write_text("from pkg.base import pick\n")
+    (package / "other.py").write_text("from pkg import base\n")
+    assert find_cycles(module_edges({"pkg": package})) == [["pkg.base", "pkg.impl"]]
 
 
 def test_checker_finds_a_cycle() -> None:

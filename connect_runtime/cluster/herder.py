@@ -280,12 +280,11 @@ class DistributedHerder:
                     "attempt": slot.attempt if slot else None,
                     "generation": slot.generation if slot else None,
                     "series": history.series() if history is not None else {},
-                    "transaction_size": None if latest is None or latest["txn_size_avg"] is None
-                    else {"min": latest["txn_size_min"], "max": latest["txn_size_max"],
-                          "avg": latest["txn_size_avg"]},
+                    "transaction_size": None if latest is None or latest.txn_size_avg is None
+                    else {"min": latest.txn_size_min, "max": latest.txn_size_max,
+                          "avg": latest.txn_size_avg},
                     "offsets": [] if latest is None else [
-                        {"partition": partition, "offset": offset}
-                        for partition, offset, _ in latest["offsets"]],
+                        {"partition": o.partition, "offset": o.offset} for o in latest.offsets],
                 })
             connectors.append({
                 "name": name, "type": "source",
@@ -352,8 +351,12 @@ class DistributedHerder:
                 return
             self._stopped = True
         if self._leader:
-            log.info("worker %s (%s) resigns as leader: it is stopping; another worker takes "
-                     "over once it has left the group", self.worker_id, self.worker_url,
+            instance = self.config.get("group.instance.id")
+            after = (f"its place in the group (group.instance.id {instance}) waits "
+                     f"session.timeout.ms for its restart, then another worker takes over"
+                     if instance else "another worker takes over once it has left the group")
+            log.info("worker %s (%s) resigns as leader: it is stopping; %s", self.worker_id,
+                     self.worker_url, after,
                      extra={"event": "leadership_lost", "worker": self.worker_id})
         self._stopping.set()
         self._wake.set()

@@ -31,13 +31,12 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import orjson
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
-from connect_runtime.protocol.slot_channel import ERROR_COUNTS
+from connect_runtime.protocol.slot_channel import ERROR_COUNTS, TaskMetricsSnapshot
 
 RATE_WINDOW_S = 30.0
 """Rates and the average poll time cover the last this many seconds (Connect's
@@ -84,7 +83,10 @@ class WorkerCounters:
 class _Sample:
     at: float  # the worker's monotonic clock when the snapshot arrived
     wall_ms: int
-    values: dict[str, Any]
+    values: TaskMetricsSnapshot
+
+
+Field = Callable[[TaskMetricsSnapshot], float]
 
 
 @dataclass
@@ -95,7 +97,7 @@ class TaskHistory:
     samples: deque[_Sample] = field(default_factory=deque)
 
     @property
-    def latest(self) -> dict[str, Any]:
+    def latest(self) -> TaskMetricsSnapshot:
         return self.samples[-1].values
 
     def window_start(self, now: float, window_s: float) -> _Sample:
@@ -105,19 +107,19 @@ class TaskHistory:
                 return sample
         return self.samples[-1]
 
-    def rate(self, name: str, now: float, window_s: float = RATE_WINDOW_S) -> float:
-        """Per second over the window; 0 with fewer than two samples in it."""
+    def rate(self, total: Field, now: float, window_s: float = RATE_WINDOW_S) -> float:
+        """Per second of ``total`` over the window; 0 with fewer than two samples in it."""
         first, last = self.window_start(now, window_s), self.samples[-1]
         elapsed = last.at - first.at
-        return (last.values[name] - first.values[name]) / elapsed if elapsed > 0 else 0.0
+        return (total(last.values) - total(first.values)) / elapsed if elapsed > 0 else 0.0
 
     def poll_batch_avg_ms(self, now: float) -> float:
         first, last = self.window_start(now, RATE_WINDOW_S), self.samples[-1]
-        batches = last.values["poll_batches"] - first.values["poll_batches"]
+        batches = last.values.poll_batches - first.values.poll_batches
         if first is last:
-            batches, spent = last.values["poll_batches"], last.values["poll_time_ms_total"]
+            batches, spent = last.values.poll_batches, last.values.poll_time_ms_total
         else:
-            spent = last.values["poll_time_ms_total"] - first.values["poll_time_ms_total"]
+            spent = last.values.poll_time_ms_total - first.values.poll_time_ms_total
         return spent / batches if batches > 0 else math.nan
 
     def series(self) -> dict[str, list[float]]:
@@ -131,11 +133,10 @@ class TaskHistory:
                 continue
             a, b = before.values, after.values
             out["t_ms"].append(after.wall_ms)
-            out["poll_rate"].append((b["poll_total"] - a["poll_total"]) / elapsed)
-            out["write_rate"].append((b["write_total"] - a["write_total"]) / elapsed)
-            out["commit_rate"].append(
-                (b["records_committed"] - a["records_committed"]) / elapsed)
-            out["txn_size_avg"].append(b["txn_size_avg"] or 0.0)
+            out["poll_rate"].append((b.poll_total - a.poll_total) / elapsed)
+            out["write_rate"].append((b.write_total - a.write_total) / elapsed)
+            out["commit_rate"].append((b.records_committed - a.records_committed) / elapsed)
+            out["txn_size_avg"].append(b.txn_size_avg or 0.0)
         return out
 
 
@@ -155,15 +156,17 @@ class TaskMetricsStore:
         self._history_s = history_s
         self._lock = threading.Lock()
         self._tasks: dict[tuple[str, int], TaskHistory] = {}
-        self.retired: dict[str, float] = {"startup_attempts": 0, "startup_failures": 0}
+        # The startup counts of the slots whose histories ended.
+        self.retired_startup_attempts = 0
+        self.retired_startup_failures = 0
 
     def record(self, connector: str, task: int, generation: int,
-               values: dict[str, Any]) -> None:
+               values: TaskMetricsSnapshot) -> None:
         now = self.clock()
         with self._lock:
             history = self._tasks.get((connector, task))
             if history is None or history.generation != generation or (
-                    history.samples and values["poll_total"] < history.latest["poll_total"]):
+                    history.samples and values.poll_total < history.latest.poll_total):
                 if history is not None and history.samples:
                     self._retire(history)
                 history = self._tasks[(connector, task)] = TaskHistory(generation)
@@ -189,8 +192,8 @@ class TaskMetricsStore:
 
     def _retire(self, history: TaskHistory) -> None:
         if history.samples:
-            for name in self.retired:
-                self.retired[name] += history.latest[name]
+            self.retired_startup_attempts += history.latest.startup_attempts
+            self.retired_startup_failures += history.latest.startup_failures
 
 
 @dataclass(frozen=True)
@@ -254,10 +257,10 @@ class MetricsCollector:
         yield _gauge("kafka_connect_worker_connector_startup_success_total",
                      "Connector starts that succeeded.", ["worker"], [(w, attempts - failures)])
         live = tasks.values()
-        attempts = self.tasks.retired["startup_attempts"] + sum(
-            h.latest["startup_attempts"] for h in live)
-        failures = self.tasks.retired["startup_failures"] + sum(
-            h.latest["startup_failures"] for h in live)
+        attempts = self.tasks.retired_startup_attempts + sum(
+            h.latest.startup_attempts for h in live)
+        failures = self.tasks.retired_startup_failures + sum(
+            h.latest.startup_failures for h in live)
         yield _gauge("kafka_connect_worker_task_startup_attempts_total",
                      "Task starts attempted by the slots this worker hosts(ed).", ["worker"],
                      [(w, attempts)])
@@ -341,57 +344,61 @@ class MetricsCollector:
                 out.append((labels, math.nan if v is None else v))
             return out
 
-        def latest(name: str) -> Callable[[TaskHistory], float | None]:
-            return lambda h: h.latest[name]
+        def latest(of: Callable[[TaskMetricsSnapshot], float | None],
+                   ) -> Callable[[TaskHistory], float | None]:
+            return lambda h: of(h.latest)
 
         source = "kafka_connect_source_task_"
         for name, doc, value in (
             ("source_record_poll_total", "Records polled from the task (Connect).",
-             latest("poll_total")),
+             latest(lambda m: m.poll_total)),
             ("source_record_poll_rate", "Records polled per second (last 30 s).",
-             lambda h: h.rate("poll_total", now)),
+             lambda h: h.rate(lambda m: m.poll_total, now)),
             ("source_record_write_total", "Records written to Kafka after transforms "
-             "(Connect).", latest("write_total")),
+             "(Connect).", latest(lambda m: m.write_total)),
             ("source_record_write_rate", "Records written per second (last 30 s).",
-             lambda h: h.rate("write_total", now)),
+             lambda h: h.rate(lambda m: m.write_total, now)),
             ("poll_batch_avg_time_ms", "Average time of a poll() that returned records "
              "(last 30 s).", lambda h: h.poll_batch_avg_ms(now)),
             ("poll_batch_max_time_ms", "Longest poll() that returned records.",
-             latest("poll_time_ms_max")),
+             latest(lambda m: m.poll_time_ms_max)),
             ("source_record_active_count", "Records polled and not yet committed "
-             "(exactly-once) or acknowledged (at-least-once).", latest("active_count")),
+             "(exactly-once) or acknowledged (at-least-once).",
+             latest(lambda m: m.active_count)),
             ("source_record_active_count_max", "Highest source_record_active_count.",
-             latest("active_max")),
+             latest(lambda m: m.active_max)),
             ("transaction_size_min", "Smallest committed transaction, in records "
-             "(KIP-618; last 60 s).", latest("txn_size_min")),
+             "(KIP-618; last 60 s).", latest(lambda m: m.txn_size_min)),
             ("transaction_size_max", "Largest committed transaction, in records "
-             "(KIP-618; last 60 s).", latest("txn_size_max")),
+             "(KIP-618; last 60 s).", latest(lambda m: m.txn_size_max)),
             ("transaction_size_avg", "Average committed transaction, in records "
-             "(KIP-618; last 60 s).", latest("txn_size_avg")),
+             "(KIP-618; last 60 s).", latest(lambda m: m.txn_size_avg)),
             ("records_committed_rate", "Records committed per second (last 30 s).",
-             lambda h: h.rate("records_committed", now)),
+             lambda h: h.rate(lambda m: m.records_committed, now)),
             ("time_since_last_commit_ms", "Milliseconds since the task last committed "
-             "(NaN: never).", lambda h: None if h.latest["last_commit_ms"] is None
-             else max(time.time() * 1000 - h.latest["last_commit_ms"], 0.0)),
+             "(NaN: never).", lambda h: None if h.latest.last_commit_ms is None
+             else max(time.time() * 1000 - h.latest.last_commit_ms, 0.0)),
         ):
             yield _gauge(source + name, doc, list(TASK_LABELS), each(value))
-        for name, doc, key in (
+        counters: tuple[tuple[str, str, Callable[[TaskMetricsSnapshot], float]], ...] = (
             ("transactions_committed", "Transactions committed (exactly-once) or offset "
-             "flushes that wrote offsets (at-least-once).", "commits"),
+             "flushes that wrote offsets (at-least-once).", lambda m: m.commits),
             ("transactions_aborted", "Transactions aborted at the connector's request.",
-             "aborts"),
+             lambda m: m.aborts),
             ("records_committed", "Records made durable with their offsets.",
-             "records_committed"),
-        ):
-            yield _counter(source + name, doc, list(TASK_LABELS), each(latest(key)))
+             lambda m: m.records_committed),
+        )
+        for name, doc, total in counters:
+            yield _counter(source + name, doc, list(TASK_LABELS), each(latest(total)))
         latency = GaugeMetricFamily(
             source + "commit_latency_ms", "Commit latency quantiles over the last 60 s "
             "(writing the offsets and committing the transaction).",
             labels=[*TASK_LABELS, "quantile"])
         for labels, history in rows:
-            for q, key in (("0.5", "commit_latency_ms_p50"), ("0.99", "commit_latency_ms_p99")):
-                value = history.latest[key]
-                latency.add_metric([*labels, q], math.nan if value is None else value)
+            m = history.latest
+            for q, quantile in (("0.5", m.commit_latency_ms_p50),
+                                ("0.99", m.commit_latency_ms_p99)):
+                latency.add_metric([*labels, q], math.nan if quantile is None else quantile)
         yield latency
         yield from self._offsets(rows)
         errors = "kafka_connect_task_error_"
@@ -400,7 +407,7 @@ class MetricsCollector:
                                             "total_errors_logged"), strict=True):
             yield _gauge(errors + name, f"Connect's task-error-metrics {name}.",
                          list(TASK_LABELS),
-                         [(labels, h.latest["errors"][key]) for labels, h in rows])
+                         [(labels, getattr(h.latest.errors, key)) for labels, h in rows])
 
     def _offsets(self, rows: Sequence[tuple[list[str], TaskHistory]]) -> Iterator[Metric]:
         commits = CounterMetricFamily(
@@ -412,7 +419,9 @@ class MetricsCollector:
             "Numeric fields of the last committed offset of each source partition.",
             labels=[*TASK_LABELS, "source_partition", "field"])
         for labels, history in rows:
-            for partition, offset, count in history.latest["offsets"]:
+            for committed in history.latest.offsets:
+                partition, offset, count = (committed.partition, committed.offset,
+                                            committed.commits)
                 key = orjson.dumps(partition, option=orjson.OPT_SORT_KEYS).decode()
                 commits.add_metric([*labels, key], count)
                 for name, value in sorted((offset or {}).items()):

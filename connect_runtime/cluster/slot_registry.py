@@ -33,6 +33,7 @@ from connect_runtime.protocol.slot_channel import (
     SlotMetrics,
     SlotReport,
     SlotTopics,
+    TaskMetricsSnapshot,
 )
 from connect_runtime.protocol.states import State
 
@@ -42,8 +43,8 @@ StateListener = Callable[[str, int, State, "str | None"], None]
 TopicsListener = Callable[[str, int, frozenset[str]], None]
 """Hears the topics a slot's task produced to (KIP-558); called on the REST event
 loop, so it must not block."""
-MetricsListener = Callable[[str, int, int, dict[str, Any]], None]
-"""Hears a current slot's metrics (connector, task, generation, values); called on
+MetricsListener = Callable[[str, int, int, TaskMetricsSnapshot], None]
+"""Hears a current slot's metrics (connector, task, generation, snapshot); called on
 the REST event loop, so it must not block."""
 Push = Callable[[SlotAnswer | None], None]
 # (the session key to hand slots, base64, or None over plain channels; its id)
@@ -340,7 +341,7 @@ class SlotRegistry:
             slot.last_seen = self._clock()
             generation = slot.generation
         if self._on_metrics is not None:
-            self._on_metrics(channel.key[0], channel.key[1], generation, message.values)
+            self._on_metrics(channel.key[0], channel.key[1], generation, message.snapshot)
 
     def disconnect(self, channel: SlotChannel, clean: bool) -> None:
         """The channel closed. ``clean``: the slot said goodbye (its last report

@@ -29,7 +29,7 @@ import os
 import sys
 import threading
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -93,10 +93,15 @@ class SparkTaskRunner:
                 return
             os.environ["PYSPARK_PYTHON"] = self._settings.conf["spark.pyspark.python"]
             os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+            if self._settings.local:
+                # Everything runs in this process, on loopback (spark_settings):
+                # saying so spares a warning on every start that the host name
+                # resolves to a loopback address.
+                os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
             from pyspark.sql import SparkSession
 
             builder = SparkSession.builder.appName(self._app_name)
-            for key, value in self._settings.conf.items():
+            for key, value in driver_conf(self._settings.conf).items():
                 builder = builder.config(key, value)
             self._session = builder.getOrCreate()
             sc = self._session.sparkContext
@@ -185,6 +190,7 @@ class SparkTaskRunner:
         try:
             sc.setJobGroup(job.group, f"connector {job.connector} generation {job.generation}",
                            interruptOnCancel=True)
+            _define_pool(sc, job.connector)
             sc.setLocalProperty("spark.scheduler.pool", job.connector)
             rdd = sc.parallelize(specs, len(specs))
             job.results = rdd.mapPartitionsWithIndex(slot_partition).collect()
@@ -225,3 +231,33 @@ class SparkTaskRunner:
                 self._session.stop()
                 self._session = None
                 log.info("SparkSession stopped")
+
+
+DRIVER_LOG4J2 = Path(__file__).resolve().with_name("spark-driver-log4j2.properties")
+
+
+def driver_conf(conf: Mapping[str, str]) -> dict[str, str]:
+    """``conf`` with the driver JVM's log configuration (DRIVER_LOG4J2) ahead
+    of any ``spark.driver.extraJavaOptions`` given: a -Dlog4j2.configurationFile
+    there comes later on the JVM's command line, and wins."""
+    given = conf.get("spark.driver.extraJavaOptions", "")
+    return {**conf, "spark.driver.extraJavaOptions":
+            f'-Dlog4j2.configurationFile="{DRIVER_LOG4J2}" {given}'.strip()}
+
+
+# Guards the check-then-add of _define_pool: jobs start on threads of their own.
+_POOLS_LOCK = threading.Lock()
+
+
+def _define_pool(sc: Any, name: str) -> None:
+    """Defines the FAIR pool ``name`` (FIFO inside, weight 1, no minimum share)
+    unless it exists. Spark would create the same pool itself on the job's
+    submission, but with a WARN per connector ("A job was submitted with
+    scheduler pool ..., which has not been configured"); an allocation file
+    cannot name pools that come and go with connectors."""
+    jvm = sc._jvm
+    root = sc._jsc.sc().taskScheduler().rootPool()
+    with _POOLS_LOCK:
+        if root.getSchedulableByName(name) is None:
+            fifo = jvm.org.apache.spark.scheduler.SchedulingMode.FIFO()
+            root.addSchedulable(jvm.org.apache.spark.scheduler.Pool(name, fifo, 0, 1))

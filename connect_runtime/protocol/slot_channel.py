@@ -313,43 +313,80 @@ class SlotTopics:
 
 # ----------------------------------------------------------------------- metrics
 
-_METRIC_COUNTS = ("poll_total", "poll_batches", "write_total", "active_count", "active_max",
-                  "commits", "aborts", "records_committed", "startup_attempts",
-                  "startup_failures")
-_METRIC_MS = ("poll_time_ms_total", "poll_time_ms_max")
-_METRIC_OPTIONAL = ("last_commit_ms", "txn_size_min", "txn_size_max", "txn_size_avg",
-                    "commit_latency_ms_p50", "commit_latency_ms_p99")
-ERROR_COUNTS = ("record_errors", "record_failures", "records_skipped", "retries",
-                "errors_logged")
-
-
 def _number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 @dataclass(frozen=True, slots=True)
-class SlotMetrics:
-    """The slot's task metrics (``connect_runtime.task.metrics.TaskMetrics.snapshot``),
-    sent in place of a keepalive when they changed. Totals count from the slot's
-    start; see that module for each field. ``offsets`` holds ``[partition,
-    offset, commits]`` for the most recently committed source partitions."""
+class ErrorTotals:
+    """A task's error-handling counts (``connect_runtime.task.error_handler.ErrorCounts``
+    of every instance of the slot's task, added up)."""
 
-    values: dict[str, Any]
+    record_errors: int = 0
+    record_failures: int = 0
+    records_skipped: int = 0
+    retries: int = 0
+    errors_logged: int = 0
 
-    def to_json(self) -> bytes:
-        return orjson.dumps({"metrics": self.values})
+
+ERROR_COUNTS = tuple(ErrorTotals.__dataclass_fields__)
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetCommits:
+    """A recently committed source partition: its offset and how many commits wrote it."""
+
+    partition: dict[str, Any]
+    offset: dict[str, Any] | None
+    commits: int
+
+
+@dataclass(frozen=True, slots=True)
+class TaskMetricsSnapshot:
+    """One task's metrics as its slot sends them (built by
+    ``connect_runtime.task.metrics.TaskMetrics.snapshot``; that module says what
+    each counts). Totals count from the slot's start; the ``txn_size_*`` and
+    ``commit_latency_*`` values cover the last minute and are None without a
+    commit in it."""
+
+    mode: str  # TaskMode's value: "exactly-once" or "at-least-once"
+    poll_total: int
+    poll_batches: int
+    poll_time_ms_total: float
+    poll_time_ms_max: float
+    write_total: int
+    active_count: int
+    active_max: int
+    commits: int
+    aborts: int
+    records_committed: int
+    startup_attempts: int
+    startup_failures: int
+    errors: ErrorTotals = ErrorTotals()
+    offsets: tuple[OffsetCommits, ...] = ()
+    last_commit_ms: int | None = None
+    txn_size_min: int | None = None
+    txn_size_max: int | None = None
+    txn_size_avg: float | None = None
+    commit_latency_ms_p50: float | None = None
+    commit_latency_ms_p99: float | None = None
+
+    def to_object(self) -> dict[str, Any]:
+        """The JSON object the channel carries (offsets as ``[partition, offset,
+        commits]`` triples)."""
+        values = {name: getattr(self, name) for name in _SCALARS}
+        values["errors"] = {name: getattr(self.errors, name) for name in ERROR_COUNTS}
+        values["offsets"] = [[o.partition, o.offset, o.commits] for o in self.offsets]
+        return values
 
     @classmethod
-    def from_object(cls, message: dict[str, Any]) -> SlotMetrics:
+    def from_object(cls, m: Any, what: str = "slot metrics") -> TaskMetricsSnapshot:
         """Check every field the worker reads: a slot of another version, or a bug,
         must not put a string where the collector adds numbers."""
-        what = "slot metrics"
-        m = message.get("metrics")
         if not isinstance(m, dict):
             raise InvalidSlotMetrics(f"Invalid {what}: 'metrics' must be an object")
-        bad = [name for name in _METRIC_COUNTS + _METRIC_MS if not _number(m.get(name))]
-        bad += [name for name in _METRIC_OPTIONAL
-                if m.get(name) is not None and not _number(m.get(name))]
+        bad = [name for name in _REQUIRED if not _number(m.get(name))]
+        bad += [name for name in _OPTIONAL if m.get(name) is not None and not _number(m[name])]
         errors = m.get("errors")
         if not isinstance(errors, dict) or not all(_number(errors.get(n)) for n in ERROR_COUNTS):
             bad.append("errors")
@@ -363,7 +400,32 @@ class SlotMetrics:
             bad.append("mode")
         if bad:
             raise InvalidSlotMetrics(f"Invalid {what}: bad or missing field(s) {', '.join(bad)}")
-        return cls(m)
+        assert isinstance(errors, dict) and isinstance(offsets, list)
+        scalars: dict[str, Any] = {name: m.get(name) for name in _SCALARS}
+        return cls(**scalars,
+                   errors=ErrorTotals(**{name: errors[name] for name in ERROR_COUNTS}),
+                   offsets=tuple(OffsetCommits(*o) for o in offsets))
+
+
+_OPTIONAL = ("last_commit_ms", "txn_size_min", "txn_size_max", "txn_size_avg",
+             "commit_latency_ms_p50", "commit_latency_ms_p99")
+_SCALARS = tuple(name for name in TaskMetricsSnapshot.__dataclass_fields__
+                 if name not in ("errors", "offsets"))
+_REQUIRED = tuple(name for name in _SCALARS if name not in _OPTIONAL and name != "mode")
+
+
+@dataclass(frozen=True, slots=True)
+class SlotMetrics:
+    """The slot's task metrics, sent in place of a keepalive when they changed."""
+
+    snapshot: TaskMetricsSnapshot
+
+    def to_json(self) -> bytes:
+        return orjson.dumps({"metrics": self.snapshot.to_object()})
+
+    @classmethod
+    def from_object(cls, message: dict[str, Any]) -> SlotMetrics:
+        return cls(TaskMetricsSnapshot.from_object(message.get("metrics")))
 
 
 def parse_slot_message(body: bytes) -> SlotReport | SlotTopics | SlotMetrics:

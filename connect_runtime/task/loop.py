@@ -9,8 +9,10 @@ The two loops differ only in how records and offsets become durable:
 * :class:`~connect_runtime.task.at_least_once_loop.AtLeastOnceTaskLoop`
   (``TaskMode.AT_LEAST_ONCE``): records as polled, offsets flushed at an interval.
 
-:func:`loop_for` maps a :class:`~connect_runtime.protocol.task_spec.TaskMode`
-to its class. :class:`TaskLoop` owns the skeleton, the same for both::
+:func:`connect_runtime.task.slot.loop_for` maps a
+:class:`~connect_runtime.protocol.task_spec.TaskMode` to its class (there, not
+here: both loop modules import this one). :class:`TaskLoop` owns the skeleton,
+the same for both::
 
     until signals.stop:
         if signals.paused:  _before_pause(); on_paused(True);
@@ -37,7 +39,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import TYPE_CHECKING, Any, ClassVar, Self, assert_never
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 from connect_runtime.api.task import SourceTask
 from connect_runtime.protocol.task_spec import TaskMode
@@ -236,17 +238,3 @@ class TaskLoop(ABC):
     @abstractmethod
     def _on_failure(self, error: BaseException) -> Outcome | None:
         """``error`` ends the loop: clean up; return the outcome, or None to re-raise."""
-
-
-def loop_for(mode: TaskMode) -> type[TaskLoop]:
-    """The loop class that runs tasks of ``mode``."""
-    # Imported here: both loop modules import this one.
-    from connect_runtime.task.at_least_once_loop import AtLeastOnceTaskLoop
-    from connect_runtime.task.exactly_once_loop import ExactlyOnceTaskLoop
-
-    match mode:
-        case TaskMode.EXACTLY_ONCE:
-            return ExactlyOnceTaskLoop
-        case TaskMode.AT_LEAST_ONCE:
-            return AtLeastOnceTaskLoop
-    assert_never(mode)

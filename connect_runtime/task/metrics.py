@@ -28,7 +28,12 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from connect_runtime.protocol.slot_channel import ERROR_COUNTS
+from connect_runtime.protocol.slot_channel import (
+    ERROR_COUNTS,
+    ErrorTotals,
+    OffsetCommits,
+    TaskMetricsSnapshot,
+)
 
 if TYPE_CHECKING:
     from connect_runtime.task.error_handler import ErrorCounts
@@ -135,8 +140,8 @@ class TaskMetrics:
 
     # ----------------------------------------------- the writer's thread
 
-    def snapshot(self) -> dict[str, Any]:
-        """The numbers as the slot channel carries them (JSON-ready)."""
+    def snapshot(self) -> TaskMetricsSnapshot:
+        """The numbers as the slot channel carries them."""
         now = self._clock()
         horizon = now - WINDOW_S
         sizes = [s for t, s in list(self._sizes) if t >= horizon]
@@ -145,27 +150,28 @@ class TaskMetrics:
         if self._errors is not None:
             for name, value in self._error_counts(self._errors).items():
                 errors[name] += value
-        return {
-            "mode": self.mode,
-            "poll_total": self.polled, "poll_batches": self.poll_batches,
-            "poll_time_ms_total": round(self.poll_time_s * 1000.0, 3),
-            "poll_time_ms_max": round(self.poll_time_max_s * 1000.0, 3),
-            "write_total": self.written,
-            "active_count": self.active, "active_max": self.active_max,
-            "commits": self.commits, "aborts": self.aborts,
-            "records_committed": self.records_committed,
-            "last_commit_ms": self.last_commit_ms,
-            "txn_size_min": min(sizes) if sizes else None,
-            "txn_size_max": max(sizes) if sizes else None,
-            "txn_size_avg": sum(sizes) / len(sizes) if sizes else None,
-            "commit_latency_ms_p50": _quantile(latencies, 0.5) if latencies else None,
-            "commit_latency_ms_p99": _quantile(latencies, 0.99) if latencies else None,
-            "offsets": [[orjson.loads(key)[1], None if value is None else orjson.loads(value),
-                         commits] for key, (value, commits) in list(self._offsets.items())],
-            "startup_attempts": self.startup_attempts,
-            "startup_failures": self.startup_failures,
-            "errors": errors,
-        }
+        return TaskMetricsSnapshot(
+            mode=self.mode,
+            poll_total=self.polled, poll_batches=self.poll_batches,
+            poll_time_ms_total=round(self.poll_time_s * 1000.0, 3),
+            poll_time_ms_max=round(self.poll_time_max_s * 1000.0, 3),
+            write_total=self.written,
+            active_count=self.active, active_max=self.active_max,
+            commits=self.commits, aborts=self.aborts,
+            records_committed=self.records_committed,
+            last_commit_ms=self.last_commit_ms,
+            txn_size_min=min(sizes) if sizes else None,
+            txn_size_max=max(sizes) if sizes else None,
+            txn_size_avg=sum(sizes) / len(sizes) if sizes else None,
+            commit_latency_ms_p50=_quantile(latencies, 0.5) if latencies else None,
+            commit_latency_ms_p99=_quantile(latencies, 0.99) if latencies else None,
+            offsets=tuple(OffsetCommits(orjson.loads(key)[1],
+                                        None if value is None else orjson.loads(value), commits)
+                          for key, (value, commits) in list(self._offsets.items())),
+            startup_attempts=self.startup_attempts,
+            startup_failures=self.startup_failures,
+            errors=ErrorTotals(**errors),
+        )
 
     @staticmethod
     def _error_counts(counts: ErrorCounts) -> dict[str, int]:

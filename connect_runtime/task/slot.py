@@ -28,14 +28,17 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, assert_never
 
 from connect_runtime.config.redaction import Redactor
 from connect_runtime.errors import StartupAbandoned
 from connect_runtime.protocol.slot_channel import Command
 from connect_runtime.protocol.states import State
+from connect_runtime.protocol.task_spec import TaskMode
 from connect_runtime.storage.offsets.mirror import GlobalOffsetMirror
-from connect_runtime.task.loop import LoopDeps, LoopSignals, Outcome, loop_for
+from connect_runtime.task.at_least_once_loop import AtLeastOnceTaskLoop
+from connect_runtime.task.exactly_once_loop import ExactlyOnceTaskLoop
+from connect_runtime.task.loop import LoopDeps, LoopSignals, Outcome, TaskLoop
 from connect_runtime.task.metrics import TaskMetrics
 from connect_runtime.task.slot_control import SlotControl
 from connect_runtime.task.startup import start_task
@@ -190,3 +193,14 @@ def slot_partition(index: int, specs: Iterator[TaskSpec]) -> Iterator[tuple[int,
     attempt = ctx.attemptNumber() if ctx is not None else 0
     for spec in specs:
         yield spec.task, run_slot(spec, attempt)
+
+
+def loop_for(mode: TaskMode) -> type[TaskLoop]:
+    """The loop class that runs tasks of ``mode``. Here, not in ``task.loop``,
+    which both loop modules import."""
+    match mode:
+        case TaskMode.EXACTLY_ONCE:
+            return ExactlyOnceTaskLoop
+        case TaskMode.AT_LEAST_ONCE:
+            return AtLeastOnceTaskLoop
+    assert_never(mode)

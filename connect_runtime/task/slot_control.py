@@ -41,6 +41,7 @@ from connect_runtime.protocol.slot_channel import (
     SlotMetrics,
     SlotReport,
     SlotTopics,
+    TaskMetricsSnapshot,
     channel_url,
 )
 from connect_runtime.protocol.states import State, check_transition
@@ -100,7 +101,7 @@ class SlotControl:
         self._topics: set[str] = set()  # reported by the task loop, not yet sent
         # Set by the slot before its first task instance starts; sent by the writer.
         self.metrics: TaskMetrics | None = None
-        self._metrics_sent: dict[str, Any] | None = None
+        self._metrics_sent: TaskMetricsSnapshot | None = None
         self._closed = threading.Event()
         self._report_now = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True,
@@ -231,11 +232,11 @@ class SlotControl:
         either one tells the worker the slot is alive."""
         if self.metrics is None:
             return KEEPALIVE
-        values = self.metrics.snapshot()
-        if values == self._metrics_sent:
+        snapshot = self.metrics.snapshot()
+        if snapshot == self._metrics_sent:
             return KEEPALIVE
-        self._metrics_sent = values
-        return SlotMetrics(values).to_json()
+        self._metrics_sent = snapshot
+        return SlotMetrics(snapshot).to_json()
 
     def _send_topics(self, ws: ClientConnection, topics: set[str]) -> None:
         """Send ``topics``; kept for the next connection if this one is closed."""

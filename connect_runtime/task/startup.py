@@ -87,7 +87,7 @@ DEFAULT_HEADER_CONVERTER = "org.apache.kafka.connect.storage.SimpleHeaderConvert
 class StartedTask:
     """A started task and what its loop needs.
 
-    ``mode`` (the spec's) picks the loop (:func:`~connect_runtime.task.loop.loop_for`).
+    ``mode`` (the spec's) picks the loop (:func:`~connect_runtime.task.slot.loop_for`).
     ``EXACTLY_ONCE``: ``boundary`` is set, and the loop also uses
     ``transaction_timeout_s``. ``AT_LEAST_ONCE``: ``boundary`` is None, and the loop
     uses ``offset_flush_interval_s`` and ``offset_flush_timeout_s`` instead.

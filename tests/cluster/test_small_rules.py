@@ -8,6 +8,7 @@ import pytest
 
 from connect_runtime.cluster.fencing import task_count_needs_fencing, transactional_ids
 from connect_runtime.cluster.herder import config_changes
+from connect_runtime.cluster.spark_runner import DRIVER_LOG4J2, driver_conf
 from connect_runtime.errors import RequestSignatureException
 from connect_runtime.protocol import signing
 from connect_runtime.protocol.states import IllegalStateTransition, State, check_transition
@@ -56,3 +57,15 @@ def test_signed_requests_verify_and_forgeries_do_not() -> None:
     with pytest.raises(RequestSignatureException) as no_key:
         signing.verify(None, ["HmacSHA256"], headers, b"body")
     assert no_key.value.status == 503
+
+
+def test_the_drivers_log_configuration_comes_before_the_users_java_options() -> None:
+    """A -Dlog4j2.configurationFile of the user's own comes later on the JVM's
+    command line, so it wins; other options are kept."""
+    ours = f'-Dlog4j2.configurationFile="{DRIVER_LOG4J2}"'
+    assert DRIVER_LOG4J2.is_file()
+    assert driver_conf({"spark.master": "local[2]"}) == {
+        "spark.master": "local[2]", "spark.driver.extraJavaOptions": ours}
+    given = "-Dlog4j2.configurationFile=/etc/mine.properties -Xss4m"
+    assert driver_conf({"spark.driver.extraJavaOptions": given}) == {
+        "spark.driver.extraJavaOptions": f"{ours} {given}"}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
@@ -9,6 +10,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from connect_runtime.cluster.metrics import ClusterView, TaskMetricsStore, WorkerMetrics
+from connect_runtime.protocol.slot_channel import ErrorTotals, OffsetCommits, TaskMetricsSnapshot
 from connect_runtime.task.metrics import TaskMetrics
 
 
@@ -20,8 +22,8 @@ class Clock:
         return self.now
 
 
-def snapshot(**values: Any) -> dict[str, Any]:
-    return {**TaskMetrics("exactly-once").snapshot(), **values}
+def snapshot(**values: Any) -> TaskMetricsSnapshot:
+    return dataclasses.replace(TaskMetrics("exactly-once").snapshot(), **values)
 
 
 def view(**overrides: Any) -> ClusterView:
@@ -41,8 +43,8 @@ def test_rates_come_from_the_snapshots_of_the_last_30_seconds() -> None:
                                            poll_batches=i, poll_time_ms_total=5.0 * i))
         clock.now += 3
     history = store.tasks()[("seq", 0)]
-    assert history.rate("poll_total", clock.now) == pytest.approx(100 / 3)
-    assert history.rate("write_total", clock.now) == pytest.approx(30)
+    assert history.rate(lambda m: m.poll_total, clock.now) == pytest.approx(100 / 3)
+    assert history.rate(lambda m: m.write_total, clock.now) == pytest.approx(30)
     assert history.poll_batch_avg_ms(clock.now) == pytest.approx(5.0)
     series = history.series()
     assert len(series["t_ms"]) == 19 and series["poll_rate"][-1] == pytest.approx(100 / 3)
@@ -54,10 +56,10 @@ def test_a_new_generation_starts_a_new_history_and_retires_the_old_totals() -> N
     store.record("seq", 0, 2, snapshot(poll_total=3, startup_attempts=1))
     assert store.tasks()[("seq", 0)].generation == 2
     assert len(store.tasks()[("seq", 0)].samples) == 1
-    assert store.retired == {"startup_attempts": 2, "startup_failures": 1}
+    assert (store.retired_startup_attempts, store.retired_startup_failures) == (2, 1)
     store.keep_only([("other", 0, 1)])  # seq was deleted
     assert store.tasks() == {}
-    assert store.retired == {"startup_attempts": 3, "startup_failures": 1}
+    assert (store.retired_startup_attempts, store.retired_startup_failures) == (3, 1)
 
 
 def test_history_is_bounded_in_time() -> None:
@@ -84,9 +86,9 @@ def test_the_exposition_has_connects_names_and_labels() -> None:
     metrics.tasks.record("seq", 0, 1, snapshot(
         poll_total=10, write_total=9, txn_size_min=3, txn_size_max=5, txn_size_avg=4.0,
         commit_latency_ms_p50=2.0, commit_latency_ms_p99=9.0, startup_attempts=1,
-        offsets=[[{"sequence.partition": 0}, {"seq": 10, "note": "x"}, 4]],
-        errors={"record_errors": 1, "record_failures": 2, "records_skipped": 1,
-                "retries": 1, "errors_logged": 1}))
+        offsets=(OffsetCommits({"sequence.partition": 0}, {"seq": 10, "note": "x"}, 4),),
+        errors=ErrorTotals(record_errors=1, record_failures=2, records_skipped=1, retries=1,
+                           errors_logged=1)))
     got = scrape(metrics)
     task = {("connector", "seq"), ("task", "0"), ("worker", "w1:8083")}
 

@@ -8,6 +8,7 @@ instead of leaving an empty panel in someone's Grafana.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from pathlib import Path
@@ -16,6 +17,7 @@ from typing import Any
 from prometheus_client.parser import text_string_to_metric_families
 
 from connect_runtime.cluster.metrics import ClusterView, WorkerMetrics
+from connect_runtime.protocol.slot_channel import OffsetCommits
 from connect_runtime.task.metrics import TaskMetrics
 
 DASHBOARD = Path(__file__).resolve().parents[2] / "deploy" / "grafana" / "connect-runtime.json"
@@ -29,8 +31,9 @@ def exported_names() -> set[str]:
         {"c": "RUNNING"}, {("c", 0): "RUNNING"}, {"c": "X"}, 1, 1, "http://w:1", True))
     metrics.counters.rebalanced()
     metrics.counters.leadership_changed()
-    metrics.tasks.record("c", 0, 1, {**TaskMetrics("exactly-once").snapshot(),
-                                     "offsets": [[{"p": 0}, {"seq": 1}, 1]]})
+    metrics.tasks.record("c", 0, 1, dataclasses.replace(
+        TaskMetrics("exactly-once").snapshot(),
+        offsets=(OffsetCommits({"p": 0}, {"seq": 1}, 1),)))
     text = metrics.exposition().decode()
     return {s.name for f in text_string_to_metric_families(text) for s in f.samples}
 

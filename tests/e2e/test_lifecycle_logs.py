@@ -119,15 +119,20 @@ def test_lifecycle_events_are_json_lines_naming_connector_and_task(
     assert not [line for line in text if TEXT_LINE.match(line)], worker.tail()
 
 
-def test_the_default_text_format_is_unchanged(
-        worker: WorkerProcess, unique_name: Callable[[str], str]) -> None:
-    topic, name = unique_name("out"), unique_name("text")
+def run_briefly(worker: WorkerProcess, name: str, topic: str) -> None:
+    """A sequence connector into a new topic, until its task runs; then deleted."""
     create_topic(worker.bootstrap, topic)
     r = worker.rest("POST", "/connectors", json={"name": name, "config": {
         "connector.class": SEQ, "topic": topic, "rate.per.sec": "20"}})
     assert r.status_code == 201, r.text
     worker.wait_tasks(name, "RUNNING", 1)
     assert worker.rest("DELETE", f"/connectors/{name}").status_code == 204
+
+
+def test_the_default_text_format_is_unchanged(
+        worker: WorkerProcess, unique_name: Callable[[str], str]) -> None:
+    name = unique_name("text")
+    run_briefly(worker, name, unique_name("out"))
     created = re.compile(rf"^\[[\d:, -]+\] INFO connector {re.escape(name)} created "
                          r"\(SequenceSourceConnector, target state STARTED\) "
                          r"\(connect_runtime\.cluster\.herder\)$", re.MULTILINE)
@@ -153,3 +158,18 @@ def test_the_cli_rejects_an_unknown_log_format_naming_the_option_or_variable(
                             env=env)
     assert result.returncode == 2, result.stderr
     assert "CONNECT_LOG_FORMAT='xml' is not a log format" in result.stderr
+
+
+def test_spark_says_nothing_per_connector_or_about_its_start(
+        worker: WorkerProcess, unique_name: Callable[[str], str]) -> None:
+    """Each connector's Spark job runs in a FAIR pool defined beforehand, so
+    Spark logs no "pool ... has not been configured" warning per connector;
+    and the driver's log configuration keeps Spark's start-up chatter (its
+    log4j profile banner, the native-hadoop warning, the loopback warning) out
+    of the worker's log."""
+    for i in range(2):
+        run_briefly(worker, unique_name(f"pool{i}"), unique_name("out"))
+    text = worker.log_path.read_text(errors="replace")
+    for noise in ("scheduler pool", "log4j profile", "Setting default log level",
+                  "native-hadoop", "resolves to a loopback address"):
+        assert noise not in text, [line for line in text.splitlines() if noise in line]

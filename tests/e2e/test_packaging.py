@@ -89,6 +89,8 @@ def test_the_wheel_holds_one_top_level_package_with_every_module(wheel: Path) ->
         "connect_runtime", "connect_runtime-0.1.0.dist-info"}
     missing = _source_files() - set(names)
     assert not missing, f"modules left out of the wheel (pyproject.toml packages?): {missing}"
+    # Package data: the Spark driver's log configuration (spark_runner.DRIVER_LOG4J2).
+    assert "connect_runtime/cluster/spark-driver-log4j2.properties" in names
     entry_points = zipfile.ZipFile(wheel).read(
         "connect_runtime-0.1.0.dist-info/entry_points.txt").decode()
     assert "connect_runtime.connectors.sequence:SequenceSourceConnector" in entry_points

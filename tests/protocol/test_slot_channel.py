@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import orjson
 import pytest
 
@@ -12,11 +14,13 @@ from connect_runtime.protocol.slot_channel import (
     Command,
     InvalidSlotMessage,
     InvalidSlotMetrics,
+    OffsetCommits,
     SlotAnswer,
     SlotHello,
     SlotMetrics,
     SlotReport,
     SlotTopics,
+    TaskMetricsSnapshot,
     channel_url,
     close_code,
     parse_slot_message,
@@ -119,16 +123,18 @@ def test_bad_topics_are_refused(body: bytes) -> None:
 # ----------------------------------------------------------------------- metrics
 
 
-def metrics_values(**overrides: object) -> dict[str, object]:
+def snapshot(**changes: object) -> TaskMetricsSnapshot:
     from connect_runtime.task.metrics import TaskMetrics
 
-    return {**TaskMetrics("exactly-once").snapshot(), **overrides}
+    return dataclasses.replace(TaskMetrics("exactly-once").snapshot(), **changes)
 
 
 def test_metrics_share_the_channel_and_parse_apart() -> None:
-    message = SlotMetrics(metrics_values(poll_total=7))
+    message = SlotMetrics(snapshot(poll_total=7, offsets=(
+        OffsetCommits({"file": "a"}, {"line": 3}, 2), OffsetCommits({"file": "b"}, None, 1))))
     parsed = parse_slot_message(message.to_json())
-    assert isinstance(parsed, SlotMetrics) and parsed.values["poll_total"] == 7
+    assert isinstance(parsed, SlotMetrics) and parsed == message
+    assert parsed.snapshot.poll_total == 7 and parsed.snapshot.offsets[0].commits == 2
 
 
 @pytest.mark.parametrize(("values", "named"), [
@@ -138,7 +144,8 @@ def test_metrics_share_the_channel_and_parse_apart() -> None:
 ])
 def test_bad_metrics_name_the_field_and_are_their_own_error(values: dict[str, object],
                                                             named: str) -> None:
+    body = orjson.dumps({"metrics": {**snapshot().to_object(), **values}})
     with pytest.raises(InvalidSlotMetrics, match=f"bad or missing field\\(s\\) {named}"):
-        parse_slot_message(SlotMetrics(metrics_values(**values)).to_json())
+        parse_slot_message(body)
     with pytest.raises(InvalidSlotMetrics, match="'metrics' must be an object"):
         parse_slot_message(b'{"metrics": []}')

@@ -25,8 +25,9 @@ from connect_runtime.errors import ConnectError
 from connect_runtime.protocol.task_spec import TaskSpec
 from connect_runtime.storage.offsets.mirror import GlobalOffsetMirror
 from connect_runtime.task.at_least_once_loop import AtLeastOnceTaskLoop
-from connect_runtime.task.loop import LoopDeps, LoopSignals, Outcome, loop_for
+from connect_runtime.task.loop import LoopDeps, LoopSignals, Outcome
 from connect_runtime.task.metrics import TaskMetrics
+from connect_runtime.task.slot import loop_for
 from connect_runtime.task.startup import start_task
 
 
@@ -153,9 +154,10 @@ def test_records_are_visible_at_once_and_offsets_follow_at_the_interval(
     assert task.commits == 2  # the interval flush, then the one on stop
     # Metrics: a flush that wrote offsets is this mode's commit; the one on stop had none.
     snap = metrics.snapshot()
-    assert (snap["poll_total"], snap["poll_batches"], snap["write_total"]) == (9, 3, 9)
-    assert (snap["commits"], snap["records_committed"], snap["active_count"]) == (1, 9, 0)
-    assert sorted((o[0]["p"], o[1]["seq"]) for o in snap["offsets"]) == [("a", 7), ("b", 2)]
+    assert (snap.poll_total, snap.poll_batches, snap.write_total) == (9, 3, 9)
+    assert (snap.commits, snap.records_committed, snap.active_count) == (1, 9, 0)
+    assert sorted((o.partition["p"], (o.offset or {})["seq"]) for o in snap.offsets) \
+        == [("a", 7), ("b", 2)]
 
 
 def test_stop_waits_for_acks_and_writes_the_last_offsets(

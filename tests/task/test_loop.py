@@ -17,7 +17,8 @@ from connect_runtime.protocol.task_spec import TaskMode
 from connect_runtime.task.at_least_once_loop import AtLeastOnceTaskLoop
 from connect_runtime.task.boundaries import BoundaryPolicy
 from connect_runtime.task.exactly_once_loop import ExactlyOnceTaskLoop
-from connect_runtime.task.loop import LoopDeps, LoopSignals, Outcome, TaskLoop, loop_for
+from connect_runtime.task.loop import LoopDeps, LoopSignals, Outcome, TaskLoop
+from connect_runtime.task.slot import loop_for
 from connect_runtime.task.startup import StartedTask
 
 

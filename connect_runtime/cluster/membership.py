@@ -138,7 +138,9 @@ class GroupMembership:
                 log.warning("group membership: %s", err)
         finally:
             self._set(False)
-            consumer.close()  # leaves the group now rather than after the session timeout
+            # Leaves the group now rather than after the session timeout; under
+            # group.instance.id the place is kept for the session timeout instead.
+            consumer.close()
 
     def _describe_fatal(self, err: KafkaError) -> str:
         group, instance = self._conf.get("group.id"), self._conf.get("group.instance.id")

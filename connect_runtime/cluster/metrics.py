@@ -86,7 +86,8 @@ class _Sample:
     values: TaskMetricsSnapshot
 
 
-Field = Callable[[TaskMetricsSnapshot], float]
+Total = Callable[[TaskMetricsSnapshot], float]
+"""Reads one total (a counter) of a snapshot."""
 
 
 @dataclass
@@ -107,7 +108,7 @@ class TaskHistory:
                 return sample
         return self.samples[-1]
 
-    def rate(self, total: Field, now: float, window_s: float = RATE_WINDOW_S) -> float:
+    def rate(self, total: Total, now: float, window_s: float = RATE_WINDOW_S) -> float:
         """Per second of ``total`` over the window; 0 with fewer than two samples in it."""
         first, last = self.window_start(now, window_s), self.samples[-1]
         elapsed = last.at - first.at
@@ -380,7 +381,7 @@ class MetricsCollector:
              else max(time.time() * 1000 - h.latest.last_commit_ms, 0.0)),
         ):
             yield _gauge(source + name, doc, list(TASK_LABELS), each(value))
-        counters: tuple[tuple[str, str, Callable[[TaskMetricsSnapshot], float]], ...] = (
+        counters: tuple[tuple[str, str, Total], ...] = (
             ("transactions_committed", "Transactions committed (exactly-once) or offset "
              "flushes that wrote offsets (at-least-once).", lambda m: m.commits),
             ("transactions_aborted", "Transactions aborted at the connector's request.",
@@ -420,11 +421,9 @@ class MetricsCollector:
             labels=[*TASK_LABELS, "source_partition", "field"])
         for labels, history in rows:
             for committed in history.latest.offsets:
-                partition, offset, count = (committed.partition, committed.offset,
-                                            committed.commits)
-                key = orjson.dumps(partition, option=orjson.OPT_SORT_KEYS).decode()
-                commits.add_metric([*labels, key], count)
-                for name, value in sorted((offset or {}).items()):
+                key = orjson.dumps(committed.partition, option=orjson.OPT_SORT_KEYS).decode()
+                commits.add_metric([*labels, key], committed.commits)
+                for name, value in sorted((committed.offset or {}).items()):
                     if isinstance(value, int | float) and not isinstance(value, bool):
                         offsets.add_metric([*labels, key, name], value)
         yield commits

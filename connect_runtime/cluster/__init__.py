@@ -2,7 +2,13 @@
 
 * :mod:`~connect_runtime.cluster.herder`: :class:`DistributedHerder`, which makes
   the running state follow the config topic; REST calls it through
-  :mod:`~connect_runtime.cluster.herder_api`.
+  :mod:`~connect_runtime.cluster.herder_api`. It is a facade over its parts:
+  :mod:`~connect_runtime.cluster.leadership` (takeover, step-down),
+  :mod:`~connect_runtime.cluster.herder_reads` (queries and views),
+  :mod:`~connect_runtime.cluster.config_writer` (config-topic writes),
+  :mod:`~connect_runtime.cluster.reconciler` (the one thread that acts, sole owner
+  of the reconcile state) and :mod:`~connect_runtime.cluster.task_events` (task
+  states into the status topic).
 * :mod:`~connect_runtime.cluster.membership`: the worker group; who leads.
 * :mod:`~connect_runtime.cluster.session_keys`: KIP-507 session keys (rotation,
   verifying internal requests).

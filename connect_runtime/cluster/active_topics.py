@@ -87,6 +87,16 @@ class ActiveTopicRecorder:
                     del self._queued[key]
             return self._store.delete_topics(connector)
 
+    def reset_deleted(self, connectors: set[str], running: frozenset[str]) -> None:
+        """Tombstone the active topics of connectors deleted from the config (not in
+        ``connectors``) whose tasks have stopped (not in ``running``), as Connect
+        does when a deleted connector's tasks are revoked. Also catches a deletion
+        a previous leader did not get to."""
+        for name in self._store.topic_connectors() - connectors:
+            if name not in running:
+                log.info("resetting the active topics of deleted connector %s", name)
+                self.reset(name)
+
     def _run(self) -> None:
         while not self._stopping.is_set():
             self._wake.wait()

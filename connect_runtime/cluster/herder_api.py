@@ -28,6 +28,11 @@ from typing import Any, Protocol
 # Plugins describe themselves; the herder API passes the description on (re-exported).
 from connect_runtime.plugins import PluginInfo as PluginInfo
 
+HERDER_LOGGER = "connect_runtime.cluster.herder"
+"""The logger of the herder's lifecycle lines (docs/operations.md), whichever of its
+parts (leadership, config writer, reconciler, task events) logs them: operators
+filter on it and set its level through ``/admin/loggers``."""
+
 
 @dataclass(frozen=True, slots=True)
 class ConnectorTaskId:

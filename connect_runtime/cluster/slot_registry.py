@@ -75,6 +75,7 @@ class SlotView:
     lost: bool = False
     lost_restart_seq: int = 0
     opened_at: float = 0.0  # when the generation was submitted (registry clock)
+    version: str | None = None  # the task's version() (KIP-891), for its status
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -179,15 +180,18 @@ class SlotRegistry:
 
     # ------------------------------------------------------------ the herder
 
-    def open(self, connector: str, generation: int, task_count: int, paused: bool) -> None:
-        """A new generation of ``connector`` is being submitted to Spark."""
+    def open(self, connector: str, generation: int, task_count: int, paused: bool,
+             version: str | None = None) -> None:
+        """A new generation of ``connector`` is being submitted to Spark; ``version``
+        is its tasks' (KIP-891), which their statuses carry."""
         with self._lock:
             stopped = self._drop(connector)
             self._generation[connector] = generation
             self._command[connector] = Command.PAUSE if paused else Command.RUN
             for task in range(task_count):
                 self._slots[(connector, task)] = SlotView(connector, task, generation,
-                                                          opened_at=self._clock())
+                                                          opened_at=self._clock(),
+                                                          version=version)
         self._send(stopped)
 
     def set_paused(self, connector: str, paused: bool) -> None:

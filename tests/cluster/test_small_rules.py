@@ -6,8 +6,8 @@ import base64
 
 import pytest
 
+from connect_runtime.cluster.config_writer import config_changes
 from connect_runtime.cluster.fencing import task_count_needs_fencing, transactional_ids
-from connect_runtime.cluster.herder import config_changes
 from connect_runtime.cluster.spark_runner import DRIVER_LOG4J2, driver_conf
 from connect_runtime.errors import RequestSignatureException
 from connect_runtime.protocol import signing

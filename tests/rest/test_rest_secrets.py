@@ -10,14 +10,13 @@ trace is scrubbed.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import logging
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
+from memory_herder import MemoryConfigStore, MemoryStatusStore, RecordingRunner
 from rest_checks import AppClient, assert_connect_error
 
 from connect_runtime.api.config_def import ConfigDef, Importance, Type
@@ -26,9 +25,7 @@ from connect_runtime.api.task import SourceTask
 from connect_runtime.cluster.herder import DistributedHerder
 from connect_runtime.config.providers import ENV_VAR_PROVIDER, FILE_PROVIDER
 from connect_runtime.config.worker_config import WorkerConfig
-from connect_runtime.protocol.task_spec import TaskSpec
 from connect_runtime.rest import create_app
-from connect_runtime.storage.config_store import ClusterConfigState, SessionKey
 
 FILE_SECRET = "file-secret-0c41"
 ENV_SECRET = "env-secret-ab29"
@@ -60,73 +57,6 @@ class CopyingSource(SourceConnector):
                 .define("api.key", Type.PASSWORD, None, importance=Importance.HIGH))
 
 
-class MemoryConfigStore:
-    """The config topic as a dict: writes apply at once."""
-
-    def __init__(self) -> None:
-        self.state = ClusterConfigState(offset=0)
-
-    def snapshot(self) -> ClusterConfigState:
-        return self.state
-
-    def read_to_end(self, timeout: float) -> None:
-        pass
-
-    def _replace(self, **changes: Any) -> None:
-        self.state = dataclasses.replace(self.state, offset=self.state.offset + 1, **changes)
-
-    def put_connector_config(self, name: str, props: Mapping[str, Any],
-                             target_state: str | None = None) -> None:
-        targets = dict(self.state._target_states)
-        if target_state is not None:
-            targets[name] = target_state
-        self._replace(_connector_configs={**self.state._connector_configs, name: dict(props)},
-                      _target_states=targets)
-
-    def put_task_configs(self, name: str, configs: Sequence[Mapping[str, Any]]) -> None:
-        self._replace(_task_configs={**self.state._task_configs,
-                                     name: tuple(dict(c) for c in configs)},
-                      _generations={**self.state._generations, name: self.state.offset})
-
-    def put_session_key(self, key: bytes, algorithm: str, creation_ms: int) -> None:
-        self._replace(session_key=SessionKey(key, algorithm, creation_ms))
-
-
-class MemoryStatusStore:
-    def __init__(self) -> None:
-        self.connectors: dict[str, tuple[str, str | None]] = {}
-
-    def connector_status(self, name: str) -> Any:
-        return None
-
-    def task_status(self, name: str, task: int) -> Any:
-        return None
-
-    def put_connector(self, name: str, state: str, worker_id: str, trace: str | None = None,
-                      **_: Any) -> None:
-        self.connectors[name] = (state, trace)
-
-    def put_task(self, *args: Any, **kwargs: Any) -> None:
-        pass
-
-    def topic_connectors(self) -> set[str]:
-        return set()
-
-
-class RecordingRunner:
-    per_leader = False
-    healthy = True
-
-    def __init__(self) -> None:
-        self.submitted: dict[str, list[TaskSpec]] = {}
-
-    def submit(self, connector: str, generation: int, specs: list[TaskSpec]) -> None:
-        self.submitted[connector] = specs
-
-    def shortfall(self) -> None:
-        return None
-
-
 @pytest.fixture
 def secrets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (tmp_path / "db.properties").write_text(f"password={FILE_SECRET}\n", encoding="utf-8")
@@ -135,7 +65,7 @@ def secrets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.fixture
-def herder(secrets: Path) -> DistributedHerder:
+def herder(secrets: Path) -> Iterator[DistributedHerder]:
     config = WorkerConfig({
         "group.id": "g", "config.storage.topic": "c", "offset.storage.topic": "o",
         "status.storage.topic": "s", "listeners": "http://127.0.0.1:8083",
@@ -145,8 +75,10 @@ def herder(secrets: Path) -> DistributedHerder:
     herder = DistributedHerder(config, MemoryConfigStore(), MemoryStatusStore(),  # type: ignore[arg-type]
                                offset_store=None, runner=RecordingRunner(),  # type: ignore[arg-type]
                                kafka_cluster_id="cluster")
-    herder._leader = True  # what winning the group's election sets
-    return herder
+    herder._leadership.leader = True  # what winning the group's election sets
+    herder._reconciler.start()  # the one thread that acts; reconcile_now() steps it
+    yield herder
+    herder._reconciler.stop(timeout_s=10)
 
 
 @pytest.fixture
@@ -191,8 +123,8 @@ def test_config_and_task_configs_hold_placeholders_the_connector_gets_secrets(
     with caplog.at_level(logging.DEBUG, logger="connect_runtime"):
         created = client.post("/connectors", json={"name": "c", "config": submitted})
         assert created.status_code == 201, created.text
-        herder._reconcile_all()  # starts the connector, writes its task configs
-        herder._reconcile_all()  # submits the tasks
+        herder._reconciler.reconcile_now()  # starts the connector, writes its task configs
+        herder._reconciler.reconcile_now()  # submits the tasks
     assert "connector c started" in caplog.text
     assert FILE_SECRET not in caplog.text and ENV_SECRET not in caplog.text
     assert STARTED[-1]["db.password"] == FILE_SECRET and STARTED[-1]["api.key"] == ENV_SECRET
@@ -225,7 +157,7 @@ def test_a_failing_connectors_trace_is_scrubbed(client: AppClient, herder: Distr
                                                 secrets: Path) -> None:
     assert client.post("/connectors", json={
         "name": "f", "config": connector_config(secrets, fail="yes")}).status_code == 201
-    herder._reconcile_all()
+    herder._reconciler.reconcile_now()
     state, trace = herder.status_store.connectors["f"]  # type: ignore[attr-defined]
     assert state == "FAILED"
     assert "RuntimeError: login refused for password [hidden]" in (trace or "")

@@ -28,6 +28,13 @@ from connect_runtime.cluster import fencing
 from connect_runtime.cluster.active_topics import ActiveTopicRecorder
 from connect_runtime.cluster.auto_restart import AutoRestarts, RestartPolicy
 from connect_runtime.cluster.connector_host import HostedConnector
+from connect_runtime.cluster.dashboard_view import (
+    CommittedOffset,
+    ConnectorView,
+    DashboardView,
+    TaskView,
+    TransactionSizes,
+)
 from connect_runtime.cluster.herder_api import (
     ActiveTopicsInfo,
     ConnectorInfo,
@@ -261,8 +268,8 @@ class DistributedHerder:
                   for task in range(len(snap.task_configs(name)))])
                 for name in sorted(snap.connectors())]
 
-    def dashboard(self) -> dict[str, Any]:
-        """The /ui view (shape: :meth:`Herder.dashboard`), from memory only."""
+    def dashboard(self) -> DashboardView:
+        """The /ui view (:class:`DashboardView`), from memory only."""
         slots = {(s.connector, s.task): s for s in self.registry.slots()}
         self.metrics.tasks.keep_only((s.connector, s.task, s.generation) for s in slots.values())
         histories = self.metrics.tasks.tasks()
@@ -272,29 +279,29 @@ class DistributedHerder:
             for task, record in enumerate(records):
                 slot, history = slots.get((name, task)), histories.get((name, task))
                 latest = history.latest if history is not None else None
-                tasks.append({
-                    "id": task, "state": record.state if record else State.UNASSIGNED.value,
-                    "worker_id": record.worker_id if record else None,
-                    "trace": record.trace if record else None,
-                    "host": slot.host if slot else None, "pid": slot.pid if slot else None,
-                    "attempt": slot.attempt if slot else None,
-                    "generation": slot.generation if slot else None,
-                    "series": history.series() if history is not None else {},
-                    "transaction_size": None if latest is None or latest.txn_size_avg is None
-                    else {"min": latest.txn_size_min, "max": latest.txn_size_max,
-                          "avg": latest.txn_size_avg},
-                    "offsets": [] if latest is None else [
-                        {"partition": o.partition, "offset": o.offset} for o in latest.offsets],
-                })
-            connectors.append({
-                "name": name, "type": "source",
-                "state": status.state if status else State.UNASSIGNED.value,
-                "worker_id": status.worker_id if status else None,
-                "trace": status.trace if status else None,
-                "class": config.get("connector.class"), "tasks": tasks})
-        return {"worker_id": self.worker_id, "leader_url": self.leader_url(),
-                "is_leader": self._leader, "generated_at_ms": int(time.time() * 1000),
-                "window_s": HISTORY_S, "connectors": connectors}
+                tasks.append(TaskView(
+                    id=task, state=record.state if record else State.UNASSIGNED.value,
+                    worker_id=record.worker_id if record else None,
+                    trace=record.trace if record else None,
+                    host=slot.host if slot else None, pid=slot.pid if slot else None,
+                    attempt=slot.attempt if slot else None,
+                    generation=slot.generation if slot else None,
+                    series=history.series() if history is not None else None,
+                    transaction_size=None if latest is None or latest.txn_size_avg is None
+                    else TransactionSizes(min=latest.txn_size_min, max=latest.txn_size_max,
+                                          avg=latest.txn_size_avg),
+                    offsets=() if latest is None else tuple(
+                        CommittedOffset(o.partition, o.offset) for o in latest.offsets),
+                ))
+            connectors.append(ConnectorView(
+                name=name, type="source",
+                state=status.state if status else State.UNASSIGNED.value,
+                worker_id=status.worker_id if status else None,
+                trace=status.trace if status else None,
+                connector_class=config.get("connector.class"), tasks=tuple(tasks)))
+        return DashboardView(worker_id=self.worker_id, leader_url=self.leader_url(),
+                             is_leader=self._leader, generated_at_ms=int(time.time() * 1000),
+                             window_s=HISTORY_S, connectors=tuple(connectors))
 
     def _cluster_view(self) -> ClusterView:
         unassigned = State.UNASSIGNED.value

@@ -9,14 +9,15 @@ no metrics series); nothing is forwarded to the leader.
 * ``GET /ui`` -> 200 ``text/html``, the page (:func:`render_dashboard`);
   ``?part=main`` -> only its ``<main>`` element, which the page's script fetches
   to refresh itself.
-* ``GET /ui/view.json`` -> 200, the view as JSON.
+* ``GET /ui/view.json`` -> 200, the view as JSON
+  (:meth:`~connect_runtime.cluster.herder_api.DashboardView.to_json`).
 """
 
 from __future__ import annotations
 
 from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
-from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi.responses import HTMLResponse, Response
 
 from connect_runtime.rest.dashboard import (
     CONTENT_SECURITY_POLICY,
@@ -43,5 +44,6 @@ async def dashboard_page(request: Request, herder: HerderDep) -> HTMLResponse:
 
 
 @router.get("/view.json")
-async def dashboard_view(herder: HerderDep) -> JSONResponse:
-    return JSONResponse(await run_in_threadpool(herder.dashboard), headers=_NO_STORE)
+async def dashboard_view(herder: HerderDep) -> Response:
+    view = await run_in_threadpool(herder.dashboard)
+    return Response(view.to_json(), media_type="application/json", headers=_NO_STORE)

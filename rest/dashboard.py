@@ -1,8 +1,9 @@
 """The ``/ui`` dashboard's HTML, rendered on the server from the herder's view.
 
-:func:`render_dashboard` is a pure function of the dict
-:meth:`~connect_runtime.cluster.herder_api.Herder.dashboard` returns (its shape
-is documented there): no I/O and no clock, so tests feed it hand-built views.
+:func:`render_dashboard` is a pure function of the
+:class:`~connect_runtime.cluster.dashboard_view.DashboardView`
+:meth:`~connect_runtime.cluster.herder_api.Herder.dashboard` returns (what may be
+None is documented there): no I/O and no clock, so tests feed it hand-built views.
 The page keeps these rules:
 
 * **Every value from the view is escaped** (``html.escape``, quotes included,
@@ -16,9 +17,9 @@ The page keeps these rules:
 * **Defence in depth**: :data:`CONTENT_SECURITY_POLICY` lets the browser run
   only this module's script and style (by hash) and load nothing from anywhere,
   so markup that slipped past escaping still could not run or fetch anything.
-* **Missing or null fields render as "—"**, never fail the page: a follower
-  knows less than the leader (no metrics series) and a task that has not
-  started yet has no host.
+* **None renders as "—"**, never fails the page: a follower knows less than
+  the leader (no metrics series) and a task that has not started yet has no
+  host. Non-finite numbers (NaN) are gaps too.
 
 The script refreshes ``<main>`` every :data:`REFRESH_S` seconds from
 ``/ui?part=main`` (:func:`render_main`) instead of reloading the page, so
@@ -30,11 +31,18 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from html import escape
-from typing import Any
 
+from connect_runtime.cluster.herder_api import (
+    CommittedOffset,
+    ConnectorView,
+    DashboardView,
+    TaskSeries,
+    TaskView,
+    TransactionSizes,
+)
 from connect_runtime.rest.svg_plot import Line, fmt_number, line_chart, number
 
 __all__ = ["CONTENT_SECURITY_POLICY", "REFRESH_S", "render_dashboard", "render_main"]
@@ -160,11 +168,11 @@ def _text(value: object) -> str:
     return escape(str(value), quote=True)
 
 
-def _state_class(state: object) -> str:
-    return _STATE_CLASSES.get(state, "state-other") if isinstance(state, str) else "state-other"
+def _state_class(state: str) -> str:
+    return _STATE_CLASSES.get(state, "state-other")
 
 
-def _badge(state: object) -> str:
+def _badge(state: str) -> str:
     return f'<span class="badge {_state_class(state)}">{_text(state)}</span>'
 
 
@@ -176,29 +184,26 @@ def _duration(seconds: float) -> str:
     return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min"
 
 
-def _leader(view: Mapping[str, Any]) -> str:
-    if view.get("is_leader"):
+def _leader(view: DashboardView) -> str:
+    if view.is_leader:
         return "this worker leads"
-    url = view.get("leader_url")
-    if not isinstance(url, str) or not url:
+    url = view.leader_url
+    if not url:
         return "no leader known"
     if url.startswith(("http://", "https://")):  # never a javascript: link
         return f'led by <a href="{_text(url.rstrip("/") + "/ui")}">{_text(url)}</a>'
     return f"led by {_text(url)}"
 
 
-def _header(view: Mapping[str, Any], connectors: Sequence[Mapping[str, Any]]) -> str:
-    tasks = [t for c in connectors for t in _list(c.get("tasks"))]
-    running = sum(1 for t in tasks if t.get("state") == "RUNNING")
-    failed = sum(1 for t in tasks if t.get("state") == "FAILED")
-    generated = number(view.get("generated_at_ms"))
-    updated = _MISSING
-    if generated is not None:
-        at = datetime.fromtimestamp(generated / 1000, tz=UTC)
-        updated = f'<time datetime="{at.isoformat()}">{at:%H:%M:%S} UTC</time>'
-    facts = [("worker", f"<code>{_text(view.get('worker_id'))}</code>"),
+def _header(view: DashboardView) -> str:
+    tasks = [t for c in view.connectors for t in c.tasks]
+    running = sum(1 for t in tasks if t.state == "RUNNING")
+    failed = sum(1 for t in tasks if t.state == "FAILED")
+    at = datetime.fromtimestamp(view.generated_at_ms / 1000, tz=UTC)
+    updated = f'<time datetime="{at.isoformat()}">{at:%H:%M:%S} UTC</time>'
+    facts = [("worker", f"<code>{_text(view.worker_id)}</code>"),
              ("leader", f'<span class="leader">{_leader(view)}</span>'),
-             ("connectors", str(len(connectors))),
+             ("connectors", str(len(view.connectors))),
              ("tasks", f"{len(tasks)} ({running} running, {failed} failed)"),
              ("updated", updated)]
     items = "".join(f"<div><dt>{name}</dt><dd>{value}</dd></div>" for name, value in facts)
@@ -206,17 +211,9 @@ def _header(view: Mapping[str, Any], connectors: Sequence[Mapping[str, Any]]) ->
             f'<dl class="facts">{items}</dl></header>')
 
 
-def _list(value: object) -> list[Mapping[str, Any]]:
-    """The mappings in a list-valued field; anything else is an empty list."""
-    if not isinstance(value, list):
-        return []
-    return [item for item in value if isinstance(item, Mapping)]
-
-
-def _trace(trace: object, key: str) -> str:
-    if trace is None:
+def _trace(text: str | None, key: str) -> str:
+    if text is None:
         return ""
-    text = str(trace)
     lines = text.strip().splitlines() or [""]
     if len(lines) <= _SHORT_TRACE_LINES and len(text) <= _SHORT_TRACE_CHARS:
         return f'<pre class="trace">{_text(text)}</pre>'
@@ -226,23 +223,23 @@ def _trace(trace: object, key: str) -> str:
             f"({len(lines)} lines)</summary><pre class=\"trace\">{_text(text)}</pre></details>")
 
 
-def _txn_sizes(sizes: object) -> str:
-    if not isinstance(sizes, Mapping):
+def _txn_sizes(sizes: TransactionSizes | None) -> str:
+    if sizes is None:
         return _MISSING
-    parts = [number(sizes.get(k)) for k in ("min", "avg", "max")]
+    parts = [number(size) for size in (sizes.min, sizes.avg, sizes.max)]
     return " / ".join(_MISSING if p is None else escape(fmt_number(p)) for p in parts)
 
 
-def _task_row(task: Mapping[str, Any]) -> str:
-    cells = [_text(task.get("id")), _badge(task.get("state")), _text(task.get("worker_id")),
-             _text(task.get("host")), _text(task.get("pid")), _text(task.get("attempt")),
-             _text(task.get("generation")), _txn_sizes(task.get("transaction_size"))]
+def _task_row(task: TaskView) -> str:
+    cells = [_text(task.id), _badge(task.state), _text(task.worker_id), _text(task.host),
+             _text(task.pid), _text(task.attempt), _text(task.generation),
+             _txn_sizes(task.transaction_size)]
     classes = ["", "", "", "", "num", "num", "num", "num"]
     return "<tr>" + "".join(f'<td class="{c}">{v}</td>' if c else f"<td>{v}</td>"
                             for c, v in zip(classes, cells, strict=True)) + "</tr>"
 
 
-def _task_table(tasks: Sequence[Mapping[str, Any]]) -> str:
+def _task_table(tasks: Sequence[TaskView]) -> str:
     if not tasks:
         return '<p class="empty">no tasks</p>'
     head = "".join(f"<th>{h}</th>" for h in (
@@ -263,34 +260,29 @@ def _legend(lines: Sequence[Line], unit: str) -> str:
     return f'<ul class="legend">{"".join(items)}</ul>'
 
 
-def _x_range(view: Mapping[str, Any], t_ms: Sequence[object]) -> tuple[float, float]:
+def _x_range(view: DashboardView, t_ms: Sequence[int]) -> tuple[float, float]:
     """From the oldest sample inside the view's window (so a young task's line spans
     the plot, not a sliver at its right edge) to when the view was made."""
     times = [t for t in (number(x) for x in t_ms) if t is not None]
-    generated, window_s = number(view.get("generated_at_ms")), number(view.get("window_s"))
-    end = generated if generated is not None else max(times, default=1.0)
-    start = min(times, default=end)
-    if window_s is not None:
-        start = max(start, end - window_s * 1000)
+    end = float(view.generated_at_ms)
+    start = max(min(times, default=end), end - view.window_s * 1000)
     return min(start, end - _MIN_SPAN_MS), end
 
 
-def _plots(view: Mapping[str, Any], title: str, series: object) -> str:
-    series = series if isinstance(series, Mapping) else {}
-    t_ms = _values(series, "t_ms")
-    x_range = _x_range(view, t_ms)
+def _plots(view: DashboardView, title: str, series: TaskSeries | None) -> str:
+    series = series if series is not None else TaskSeries()
+    x_range = _x_range(view, series.t_ms)
     x_label = f"\u2212{_duration((x_range[1] - x_range[0]) / 1000)}"  # a minus sign
     charts = [
-        ("throughput", "records/s", [Line("written", "s-write", _values(series, "write_rate")),
-                                     Line("polled", "s-poll", _values(series, "poll_rate"))]),
-        ("transaction size", "records", [Line("average", "s-txn",
-                                              _values(series, "txn_size_avg"))]),
+        ("throughput", "records/s", [Line("written", "s-write", series.write_rate),
+                                     Line("polled", "s-poll", series.poll_rate)]),
+        ("transaction size", "records", [Line("average", "s-txn", series.txn_size_avg)]),
     ]
     figures = []
     for name, unit, lines in charts:
-        svg = line_chart(f"{title}: {name} ({unit})", t_ms, lines, x_range, x_label)
+        svg = line_chart(f"{title}: {name} ({unit})", series.t_ms, lines, x_range, x_label)
         if svg is None:
-            hint = "" if view.get("is_leader") else " (the leader keeps the tasks' metrics)"
+            hint = "" if view.is_leader else " (the leader keeps the tasks' metrics)"
             body = f'<p class="empty">no samples yet{hint}</p>'
         else:
             body = svg + _legend(lines, unit)
@@ -298,64 +290,54 @@ def _plots(view: Mapping[str, Any], title: str, series: object) -> str:
     return f'<div class="plots">{"".join(figures)}</div>'
 
 
-def _values(series: Mapping[str, Any], key: str) -> list[object]:
-    values = series.get(key)
-    return list(values) if isinstance(values, list) else []
-
-
-def _offsets(offsets: Sequence[Mapping[str, Any]]) -> str:
+def _offsets(offsets: Sequence[CommittedOffset]) -> str:
     if not offsets:
         return '<p class="empty">no committed offsets known</p>'
     # Sorted by partition, so rows keep their places from one refresh to the next.
-    cells = sorted((_json(o.get("partition")), _json(o.get("offset"))) for o in offsets)
+    cells = sorted((_json(o.partition), _json(o.offset)) for o in offsets)
     rows = "".join(f"<tr><td><code>{partition}</code></td><td><code>{offset}</code></td></tr>"
                    for partition, offset in cells)
     return ('<table class="offsets"><thead><tr><th>source partition</th>'
             f"<th>committed offset</th></tr></thead><tbody>{rows}</tbody></table>")
 
 
-def _task_detail(view: Mapping[str, Any], connector: str, task: Mapping[str, Any]) -> str:
-    task_id = task.get("id")
-    title = f"{connector} task {task_id}"  # escaped by line_chart
-    return (f'<div class="task" data-task="{_text(task_id)}">'
-            f"<h3>task {_text(task_id)} {_badge(task.get('state'))}</h3>"
-            f"{_trace(task.get('trace'), f'task:{connector}/{task_id}')}"
-            f"{_plots(view, title, task.get('series'))}"
-            f"<h3>committed offsets</h3>{_offsets(_list(task.get('offsets')))}</div>")
+def _task_detail(view: DashboardView, connector: str, task: TaskView) -> str:
+    title = f"{connector} task {task.id}"  # escaped by line_chart
+    return (f'<div class="task" data-task="{_text(task.id)}">'
+            f"<h3>task {_text(task.id)} {_badge(task.state)}</h3>"
+            f"{_trace(task.trace, f'task:{connector}/{task.id}')}"
+            f"{_plots(view, title, task.series)}"
+            f"<h3>committed offsets</h3>{_offsets(task.offsets)}</div>")
 
 
-def _connector_card(view: Mapping[str, Any], connector: Mapping[str, Any]) -> str:
-    name = str(connector.get("name"))
-    tasks = _list(connector.get("tasks"))
-    state = connector.get("state")
-    meta = (f"{_text(connector.get('class'))} · {_text(connector.get('type'))} · "
-            f"on {_text(connector.get('worker_id'))}")
+def _connector_card(view: DashboardView, connector: ConnectorView) -> str:
+    name, state = connector.name, connector.state
+    meta = (f"{_text(connector.connector_class)} · {_text(connector.type)} · "
+            f"on {_text(connector.worker_id)}")
     return (f'<section class="card connector {_state_class(state)}" data-connector="{_text(name)}">'
             f'<h2><span class="name">{_text(name)}</span>{_badge(state)}</h2>'
             f'<p class="meta">{meta}</p>'
-            f"{_trace(connector.get('trace'), f'connector:{name}')}"
-            f"{_task_table(tasks)}"
-            f"{''.join(_task_detail(view, name, t) for t in tasks)}</section>")
+            f"{_trace(connector.trace, f'connector:{name}')}"
+            f"{_task_table(connector.tasks)}"
+            f"{''.join(_task_detail(view, name, t) for t in connector.tasks)}</section>")
 
 
-def render_main(view: Mapping[str, Any]) -> str:
+def render_main(view: DashboardView) -> str:
     """The page's ``<main>`` element alone: what the refresh script swaps in."""
-    connectors = _list(view.get("connectors"))
-    cards = "".join(_connector_card(view, c) for c in connectors) or (
+    cards = "".join(_connector_card(view, c) for c in view.connectors) or (
         '<p class="empty">No connectors yet: create one with <code>POST /connectors</code>.</p>')
-    window_s = number(view.get("window_s"))
-    window = "" if window_s is None else f" Plots cover the last {_duration(window_s)}."
-    footer = (f"<footer>Read-only. Refreshes every {REFRESH_S} s.{window} The same data as "
+    footer = (f"<footer>Read-only. Refreshes every {REFRESH_S} s. Plots cover the last "
+              f"{_duration(view.window_s)}. The same data as "
               'JSON: <a href="/ui/view.json">/ui/view.json</a>.</footer>')
-    return f"<main>{_header(view, connectors)}{cards}{footer}</main>"
+    return f"<main>{_header(view)}{cards}{footer}</main>"
 
 
-def render_dashboard(view: Mapping[str, Any]) -> str:
-    """The whole page for ``view`` (the dict :meth:`Herder.dashboard` returns)."""
+def render_dashboard(view: DashboardView) -> str:
+    """The whole page for ``view`` (what :meth:`Herder.dashboard` returns)."""
     return ("<!doctype html>\n"
             '<html lang="en"><head><meta charset="utf-8">'
             '<meta name="viewport" content="width=device-width, initial-scale=1">'
-            f"<title>connect-runtime dashboard · {_text(view.get('worker_id'))}</title>"
+            f"<title>connect-runtime dashboard · {_text(view.worker_id)}</title>"
             f"<style>{_STYLE}</style></head><body>"
             '<div id="stale">The worker is not answering; this is the last view it sent.</div>'
             f"{render_main(view)}<script>{_SCRIPT}</script></body></html>\n")

@@ -33,6 +33,7 @@ from connect_runtime.cluster import fencing
 from connect_runtime.cluster.active_topics import ActiveTopicRecorder
 from connect_runtime.cluster.auto_restart import AutoRestarts
 from connect_runtime.cluster.config_writer import ConfigWriter
+from connect_runtime.cluster.dashboard_view import DashboardView
 from connect_runtime.cluster.herder_api import (
     ActiveTopicsInfo,
     ConnectorInfo,
@@ -257,7 +258,7 @@ class DistributedHerder:
     def metrics_exposition(self) -> bytes:
         return self.reads.metrics_exposition()
 
-    def dashboard(self) -> dict[str, Any]:
+    def dashboard(self) -> DashboardView:
         return self.reads.dashboard()
 
     # ---------------------------------------------- writes (ConfigWriter)

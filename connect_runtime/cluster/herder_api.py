@@ -25,6 +25,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+# The dashboard's view is plain data the herder builds and REST renders (re-exported,
+# so REST still sees the control plane through this module alone).
+from connect_runtime.cluster.dashboard_view import CommittedOffset as CommittedOffset
+from connect_runtime.cluster.dashboard_view import ConnectorView as ConnectorView
+from connect_runtime.cluster.dashboard_view import DashboardView as DashboardView
+from connect_runtime.cluster.dashboard_view import TaskSeries as TaskSeries
+from connect_runtime.cluster.dashboard_view import TaskView as TaskView
+from connect_runtime.cluster.dashboard_view import TransactionSizes as TransactionSizes
+
 # Plugins describe themselves; the herder API passes the description on (re-exported).
 from connect_runtime.plugins import PluginInfo as PluginInfo
 
@@ -334,23 +343,10 @@ class Herder(Protocol):
 
     # ------------------------------------------------------------ the /ui dashboard
 
-    def dashboard(self) -> dict[str, Any]:
+    def dashboard(self) -> DashboardView:
         """A read-only view for the /ui dashboard; never blocks on Kafka or Spark
-        (in-memory state only).
-
-        Shape (any value may be null; a follower has statuses but empty series)::
-
-            {"worker_id", "leader_url", "is_leader", "generated_at_ms", "window_s",
-             "connectors": [{"name", "type", "state", "worker_id", "trace", "class",
-               "tasks": [{"id", "state", "worker_id", "trace", "host", "pid",
-                          "attempt", "generation",
-                          "series": {"t_ms", "poll_rate", "write_rate", "commit_rate",
-                                     "txn_size_avg"},
-                          "transaction_size": {"min", "max", "avg"},
-                          "offsets": [{"partition": {...}, "offset": {...}}]}]}]}
-
-        ``series`` holds equal-length lists, oldest first, covering at most the
-        last ``window_s`` seconds; rates are records/s. ``connect_runtime.rest.dashboard``
-        renders it.
-        """
+        (in-memory state only). What may be None, and why a follower's tasks have
+        statuses but no series: :mod:`connect_runtime.cluster.dashboard_view`.
+        ``connect_runtime.rest.dashboard`` renders it; ``GET /ui/view.json`` sends
+        :meth:`DashboardView.to_json`."""
         ...

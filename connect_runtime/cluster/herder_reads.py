@@ -15,6 +15,13 @@ from typing import Any
 
 from connect_runtime import __version__
 from connect_runtime.cluster.auto_restart import AutoRestarts
+from connect_runtime.cluster.dashboard_view import (
+    CommittedOffset,
+    ConnectorView,
+    DashboardView,
+    TaskView,
+    TransactionSizes,
+)
 from connect_runtime.cluster.herder_api import (
     ActiveTopicsInfo,
     ConnectorInfo,
@@ -181,8 +188,8 @@ class HerderReads:
                   for task in range(len(snap.task_configs(name)))])
                 for name in sorted(snap.connectors())]
 
-    def dashboard(self) -> dict[str, Any]:
-        """The /ui view (shape: :meth:`Herder.dashboard`), from memory only."""
+    def dashboard(self) -> DashboardView:
+        """The /ui view (:class:`DashboardView`), from memory only."""
         slots = {(s.connector, s.task): s for s in self._registry.slots()}
         self._metrics.tasks.keep_only((s.connector, s.task, s.generation)
                                       for s in slots.values())
@@ -193,29 +200,29 @@ class HerderReads:
             for task, record in enumerate(records):
                 slot, history = slots.get((name, task)), histories.get((name, task))
                 latest = history.latest if history is not None else None
-                tasks.append({
-                    "id": task, "state": record.state if record else State.UNASSIGNED.value,
-                    "worker_id": record.worker_id if record else None,
-                    "trace": record.trace if record else None,
-                    "host": slot.host if slot else None, "pid": slot.pid if slot else None,
-                    "attempt": slot.attempt if slot else None,
-                    "generation": slot.generation if slot else None,
-                    "series": history.series() if history is not None else {},
-                    "transaction_size": None if latest is None or latest.txn_size_avg is None
-                    else {"min": latest.txn_size_min, "max": latest.txn_size_max,
-                          "avg": latest.txn_size_avg},
-                    "offsets": [] if latest is None else [
-                        {"partition": o.partition, "offset": o.offset} for o in latest.offsets],
-                })
-            connectors.append({
-                "name": name, "type": "source",
-                "state": status.state if status else State.UNASSIGNED.value,
-                "worker_id": status.worker_id if status else None,
-                "trace": status.trace if status else None,
-                "class": config.get("connector.class"), "tasks": tasks})
-        return {"worker_id": self._worker_id, "leader_url": self._leader_url(),
-                "is_leader": self._is_leader(), "generated_at_ms": int(time.time() * 1000),
-                "window_s": HISTORY_S, "connectors": connectors}
+                tasks.append(TaskView(
+                    id=task, state=record.state if record else State.UNASSIGNED.value,
+                    worker_id=record.worker_id if record else None,
+                    trace=record.trace if record else None,
+                    host=slot.host if slot else None, pid=slot.pid if slot else None,
+                    attempt=slot.attempt if slot else None,
+                    generation=slot.generation if slot else None,
+                    series=history.series() if history is not None else None,
+                    transaction_size=None if latest is None or latest.txn_size_avg is None
+                    else TransactionSizes(min=latest.txn_size_min, max=latest.txn_size_max,
+                                          avg=latest.txn_size_avg),
+                    offsets=() if latest is None else tuple(
+                        CommittedOffset(o.partition, o.offset) for o in latest.offsets),
+                ))
+            connectors.append(ConnectorView(
+                name=name, type="source",
+                state=status.state if status else State.UNASSIGNED.value,
+                worker_id=status.worker_id if status else None,
+                trace=status.trace if status else None,
+                connector_class=config.get("connector.class"), tasks=tuple(tasks)))
+        return DashboardView(worker_id=self._worker_id, leader_url=self._leader_url(),
+                             is_leader=self._is_leader(), generated_at_ms=int(time.time() * 1000),
+                             window_s=HISTORY_S, connectors=tuple(connectors))
 
     def cluster_view(self) -> ClusterView:
         """What ``/metrics`` says of the cluster as this worker sees it."""

@@ -36,6 +36,7 @@ import orjson
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
+from connect_runtime.cluster.dashboard_view import TaskSeries
 from connect_runtime.protocol.slot_channel import ERROR_COUNTS, TaskMetricsSnapshot
 
 RATE_WINDOW_S = 30.0
@@ -123,22 +124,26 @@ class TaskHistory:
             spent = last.values.poll_time_ms_total - first.values.poll_time_ms_total
         return spent / batches if batches > 0 else math.nan
 
-    def series(self) -> dict[str, list[float]]:
+    def series(self) -> TaskSeries:
         """Per-interval rates between consecutive samples, for plots."""
-        out: dict[str, list[float]] = {"t_ms": [], "poll_rate": [], "write_rate": [],
-                                       "commit_rate": [], "txn_size_avg": []}
+        t_ms: list[int] = []
+        poll: list[float] = []
+        write: list[float] = []
+        commit: list[float] = []
+        txn_size: list[float] = []
         samples = list(self.samples)
         for before, after in itertools.pairwise(samples):
             elapsed = after.at - before.at
             if elapsed <= 0:
                 continue
             a, b = before.values, after.values
-            out["t_ms"].append(after.wall_ms)
-            out["poll_rate"].append((b.poll_total - a.poll_total) / elapsed)
-            out["write_rate"].append((b.write_total - a.write_total) / elapsed)
-            out["commit_rate"].append((b.records_committed - a.records_committed) / elapsed)
-            out["txn_size_avg"].append(b.txn_size_avg or 0.0)
-        return out
+            t_ms.append(after.wall_ms)
+            poll.append((b.poll_total - a.poll_total) / elapsed)
+            write.append((b.write_total - a.write_total) / elapsed)
+            commit.append((b.records_committed - a.records_committed) / elapsed)
+            txn_size.append(b.txn_size_avg or 0.0)
+        return TaskSeries(tuple(t_ms), tuple(poll), tuple(write), tuple(commit),
+                          tuple(txn_size))
 
 
 class TaskMetricsStore:

@@ -9,7 +9,8 @@ no metrics series); nothing is forwarded to the leader.
 * ``GET /ui`` -> 200 ``text/html``, the page (:func:`render_dashboard`);
   ``?part=main`` -> only its ``<main>`` element, which the page's script fetches
   to refresh itself.
-* ``GET /ui/view.json`` -> 200, the view as JSON.
+* ``GET /ui/view.json`` -> 200, the view as JSON
+  (:meth:`~connect_runtime.cluster.herder_api.DashboardView.to_dict`).
 """
 
 from __future__ import annotations
@@ -44,4 +45,5 @@ async def dashboard_page(request: Request, herder: HerderDep) -> HTMLResponse:
 
 @router.get("/view.json")
 async def dashboard_view(herder: HerderDep) -> JSONResponse:
-    return JSONResponse(await run_in_threadpool(herder.dashboard), headers=_NO_STORE)
+    view = await run_in_threadpool(herder.dashboard)
+    return JSONResponse(view.to_dict(), headers=_NO_STORE)

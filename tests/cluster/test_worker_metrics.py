@@ -47,7 +47,7 @@ def test_rates_come_from_the_snapshots_of_the_last_30_seconds() -> None:
     assert history.rate(lambda m: m.write_total, clock.now) == pytest.approx(30)
     assert history.poll_batch_avg_ms(clock.now) == pytest.approx(5.0)
     series = history.series()
-    assert len(series["t_ms"]) == 19 and series["poll_rate"][-1] == pytest.approx(100 / 3)
+    assert len(series.t_ms) == 19 and series.poll_rate[-1] == pytest.approx(100 / 3)
 
 
 def test_a_new_generation_starts_a_new_history_and_retires_the_old_totals() -> None:

@@ -21,16 +21,21 @@ from typing import Any
 
 from connect_runtime.cluster.herder_api import (
     ActiveTopicsInfo,
+    CommittedOffset,
     ConnectorInfo,
     ConnectorStateInfo,
     ConnectorTaskId,
+    ConnectorView,
+    DashboardView,
     HealthInfo,
     LoggerLevel,
     PluginInfo,
     ServerInfo,
     StateInfo,
     TaskInfo,
+    TaskSeries,
     TaskStateInfo,
+    TaskView,
     TopicTracking,
 )
 from connect_runtime.cluster.loggers import LoggerLevels, parse_level
@@ -340,26 +345,22 @@ class FakeHerder:
 
     # -- the /ui dashboard ----------------------------------------------------------
 
-    def dashboard(self) -> dict[str, Any]:
-        """The view's shape over the fake's connectors: no hosts, no metrics samples;
-        task 0 of each connector holds the offsets ``connector_offsets`` reports."""
+    def dashboard(self) -> DashboardView:
+        """A view over the fake's connectors: no hosts, empty metrics series; task 0
+        of each connector holds the offsets ``connector_offsets`` reports."""
         self._enter("dashboard")
-        series: dict[str, list[float]] = {
-            key: [] for key in ("t_ms", "poll_rate", "write_rate", "commit_rate", "txn_size_avg")}
         connectors = []
         for name, connector in sorted(self._connectors.items()):
-            tasks = [{"id": n, "state": state, "worker_id": WORKER_ID,
-                      "trace": self.task_traces.get((name, n)), "host": None, "pid": None,
-                      "attempt": 0, "generation": None,
-                      "series": {key: list(values) for key, values in series.items()},
-                      "transaction_size": None,
-                      "offsets": [{"partition": {"task": 0}, "offset": {"seq": 41}}] if n == 0
-                      else []}
-                     for n, state in sorted(connector.task_states.items())]
-            connectors.append({
-                "name": name, "type": "source", "state": connector.state, "worker_id": WORKER_ID,
-                "trace": None, "class": connector.config.get("connector.class", "").split(".")[-1],
-                "tasks": tasks})
-        return {"worker_id": WORKER_ID, "leader_url": self.leader_url,
-                "is_leader": self.is_leader, "generated_at_ms": self.now_ms, "window_s": 600,
-                "connectors": connectors}
+            tasks = tuple(
+                TaskView(id=n, state=state, worker_id=WORKER_ID,
+                         trace=self.task_traces.get((name, n)), attempt=0,
+                         series=TaskSeries(),
+                         offsets=(CommittedOffset({"task": 0}, {"seq": 41}),) if n == 0 else ())
+                for n, state in sorted(connector.task_states.items()))
+            connectors.append(ConnectorView(
+                name=name, type="source", state=connector.state, worker_id=WORKER_ID,
+                connector_class=connector.config.get("connector.class", "").split(".")[-1],
+                tasks=tasks))
+        return DashboardView(worker_id=WORKER_ID, leader_url=self.leader_url,
+                             is_leader=self.is_leader, generated_at_ms=self.now_ms, window_s=600,
+                             connectors=tuple(connectors))

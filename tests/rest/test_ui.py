@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
+import json
 import re
+from dataclasses import replace
 from typing import Any
 
+import pytest
 from fake_herder import WORKER_ID, FakeHerder
 from rest_checks import AppClient
 
+from connect_runtime.cluster.herder_api import (
+    CommittedOffset,
+    ConnectorView,
+    DashboardView,
+    TaskSeries,
+    TaskView,
+    TransactionSizes,
+)
 from connect_runtime.rest import create_app
 from connect_runtime.rest.dashboard import CONTENT_SECURITY_POLICY, render_dashboard, render_main
 from connect_runtime.rest.svg_plot import Line, fmt_number, line_chart
@@ -23,37 +34,37 @@ TRACEBACK = "\n".join([
 ])
 
 
-def _task(task_id: int, state: str = "RUNNING", **fields: Any) -> dict[str, Any]:
-    samples = [NOW_MS - 20_000, NOW_MS - 10_000, NOW_MS]
-    task: dict[str, Any] = {
-        "id": task_id, "state": state, "worker_id": WORKER_ID, "trace": None,
-        "host": "vm", "pid": 1234, "attempt": 0, "generation": 3,
-        "series": {"t_ms": samples, "poll_rate": [900.0, 1000.0, 1100.0],
-                   "write_rate": [880.0, 1000.0, 1090.0], "commit_rate": [9.0, 10.0, 11.0],
-                   "txn_size_avg": [100.0, 100.0, 100.0]},
-        "transaction_size": {"min": 100, "max": 100, "avg": 100.0},
-        "offsets": [{"partition": {"sequence.partition": task_id}, "offset": {"seq": 1234}}],
-    }
-    task.update(fields)
-    return task
+def _task(task_id: int, state: str = "RUNNING", **fields: Any) -> TaskView:
+    task = TaskView(
+        id=task_id, state=state, worker_id=WORKER_ID, trace=None,
+        host="vm", pid=1234, attempt=0, generation=3,
+        series=TaskSeries(t_ms=(NOW_MS - 20_000, NOW_MS - 10_000, NOW_MS),
+                          poll_rate=(900.0, 1000.0, 1100.0),
+                          write_rate=(880.0, 1000.0, 1090.0), commit_rate=(9.0, 10.0, 11.0),
+                          txn_size_avg=(100.0, 100.0, 100.0)),
+        transaction_size=TransactionSizes(min=100, max=100, avg=100.0),
+        offsets=(CommittedOffset({"sequence.partition": task_id}, {"seq": 1234}),),
+    )
+    return replace(task, **fields)
 
 
-def _view(**fields: Any) -> dict[str, Any]:
-    view: dict[str, Any] = {
-        "worker_id": WORKER_ID, "leader_url": "http://127.0.0.1:8083", "is_leader": True,
-        "generated_at_ms": NOW_MS, "window_s": 600,
-        "connectors": [{
-            "name": "seq", "type": "source", "state": "RUNNING", "worker_id": WORKER_ID,
-            "trace": None, "class": "SequenceSourceConnector",
-            "tasks": [_task(0), _task(1, "FAILED", trace=TRACEBACK, host=None, pid=None,
-                                      transaction_size=None)],
-        }],
-    }
-    view.update(fields)
-    return view
+def _connector(**fields: Any) -> ConnectorView:
+    connector = ConnectorView(
+        name="seq", type="source", state="RUNNING", worker_id=WORKER_ID, trace=None,
+        connector_class="SequenceSourceConnector",
+        tasks=(_task(0), _task(1, "FAILED", trace=TRACEBACK, host=None, pid=None,
+                               transaction_size=None)))
+    return replace(connector, **fields)
 
 
-def _connector(page: str, name: str) -> str:
+def _view(**fields: Any) -> DashboardView:
+    view = DashboardView(worker_id=WORKER_ID, leader_url="http://127.0.0.1:8083",
+                         is_leader=True, generated_at_ms=NOW_MS, window_s=600,
+                         connectors=(_connector(),))
+    return replace(view, **fields)
+
+
+def _card(page: str, name: str) -> str:
     match = re.search(rf'<section class="card connector [^"]*" data-connector="{name}">.*?'
                       r"</section>", page, re.S)
     assert match, page
@@ -69,7 +80,7 @@ def test_every_section_is_present() -> None:
     assert f"<title>connect-runtime dashboard · {WORKER_ID}</title>" in page
     assert f"<code>{WORKER_ID}</code>" in page and "this worker leads" in page
     assert "2 (1 running, 1 failed)" in page
-    card = _connector(page, "seq")
+    card = _card(page, "seq")
     assert '<span class="name">seq</span><span class="badge state-running">RUNNING</span>' in card
     assert "SequenceSourceConnector · source" in card
     # The task table: id, state, worker, host, pid, attempt, generation, transaction sizes.
@@ -99,8 +110,8 @@ def test_a_trace_holding_html_shows_as_text() -> None:
     page = render_dashboard(_view())
     assert "<img" not in page and "<b>" not in page
     assert "&lt;img src=x onerror=alert(1)&gt;&lt;b&gt;bold&lt;/b&gt;" in page
-    short = _view(connectors=[{**_view()["connectors"][0], "state": "FAILED", "trace": HOSTILE}])
-    card = _connector(render_dashboard(short), "seq")
+    short = _view(connectors=(_connector(state="FAILED", trace=HOSTILE),))
+    card = _card(render_dashboard(short), "seq")
     assert f'<pre class="trace">{HOSTILE.replace("<", "&lt;").replace(">", "&gt;")}</pre>' \
         in card
     assert "<img" not in card
@@ -109,11 +120,11 @@ def test_a_trace_holding_html_shows_as_text() -> None:
 def test_every_value_is_escaped_in_text_and_attributes() -> None:
     name = '"><script>alert(1)</script>'
     view = _view(worker_id="<w>", leader_url="javascript:alert(1)", is_leader=False,
-                 connectors=[{"name": name, "type": "<t>", "state": "<s>", "worker_id": "<w>",
-                              "trace": None, "class": "<c>",
-                              "tasks": [_task(0, state='"x', host="<h>", pid="<p>",
-                                              offsets=[{"partition": {"<k>": "<v>"},
-                                                        "offset": {"seq": "</code>"}}])]}])
+                 connectors=(ConnectorView(
+                     name=name, type="<t>", state="<s>", worker_id="<w>", trace=None,
+                     connector_class="<c>",
+                     tasks=(_task(0, state='"x', host="<h>", offsets=(
+                         CommittedOffset({"<k>": "<v>"}, {"seq": "</code>"}),)),)),))
     page = render_dashboard(view)
     body = page[:page.index("<script>")] + page[page.index("</script>") + 9:]
     assert "<script" not in body and "<w>" not in body and "<s>" not in body
@@ -125,10 +136,9 @@ def test_every_value_is_escaped_in_text_and_attributes() -> None:
 
 
 def test_empty_series_say_no_samples_yet() -> None:
-    task = _task(0, series={"t_ms": [], "poll_rate": [], "write_rate": [], "commit_rate": [],
-                            "txn_size_avg": []}, offsets=[], transaction_size=None)
-    view = _view(connectors=[{**_view()["connectors"][0], "tasks": [task]}])
-    card = _connector(render_dashboard(view), "seq")
+    task = _task(0, series=TaskSeries(), offsets=(), transaction_size=None)
+    view = _view(connectors=(_connector(tasks=(task,)),))
+    card = _card(render_dashboard(view), "seq")
     assert card.count('<p class="empty">no samples yet</p>') == 2
     assert "<svg" not in card
     assert "no committed offsets known" in card
@@ -139,16 +149,59 @@ def test_a_follower_names_its_leader_and_a_missing_one() -> None:
     follower = render_main(_view(is_leader=False, leader_url="http://10.0.0.5:8083/"))
     assert 'led by <a href="http://10.0.0.5:8083/ui">http://10.0.0.5:8083/</a>' in follower
     assert "(the leader keeps the tasks' metrics)" not in follower  # it has samples
-    lost = render_main(_view(is_leader=False, leader_url=None, connectors=[]))
+    lost = render_main(_view(is_leader=False, leader_url=None, connectors=()))
     assert "no leader known" in lost
     assert "No connectors yet" in lost
 
 
 def test_a_sparse_view_still_renders() -> None:
-    """Nulls and missing fields are dashes, never a failed page."""
-    page = render_main({"connectors": [{"name": "c", "tasks": [{"id": 0}]}]})
-    assert '<span class="badge state-other">—</span>' in page
+    """Every value the view's types allow to be None is a dash, never a failed page."""
+    task = TaskView(id=0, state="UNASSIGNED")
+    connector = ConnectorView(name="c", type="source", state="UNASSIGNED", tasks=(task,))
+    page = render_main(DashboardView(worker_id=WORKER_ID, leader_url=None, is_leader=False,
+                                     generated_at_ms=NOW_MS, window_s=600,
+                                     connectors=(connector,)))
+    assert ('<tr><td>0</td><td><span class="badge state-unassigned">UNASSIGNED</span></td>'
+            '<td>—</td><td>—</td><td class="num">—</td><td class="num">—</td>'
+            '<td class="num">—</td><td class="num">—</td></tr>') in page
+    assert '<p class="meta">— · source · on —</p>' in page
     assert "no samples yet" in page and "no committed offsets known" in page
+    assert "(the leader keeps the tasks' metrics)" in page and "no leader known" in page
+
+
+def test_the_json_view_keeps_its_shape() -> None:
+    """``GET /ui/view.json``'s keys, with ``{}`` for a task without samples, null for
+    unknown transaction sizes and the connector class under ``"class"``."""
+    fresh = TaskView(id=1, state="UNASSIGNED")
+    view = _view(connectors=(_connector(tasks=(_task(0), fresh)),))
+    assert json.loads(json.dumps(view.to_dict())) == {
+        "worker_id": WORKER_ID, "leader_url": "http://127.0.0.1:8083", "is_leader": True,
+        "generated_at_ms": NOW_MS, "window_s": 600,
+        "connectors": [{
+            "name": "seq", "type": "source", "state": "RUNNING", "worker_id": WORKER_ID,
+            "trace": None, "class": "SequenceSourceConnector",
+            "tasks": [
+                {"id": 0, "state": "RUNNING", "worker_id": WORKER_ID, "trace": None,
+                 "host": "vm", "pid": 1234, "attempt": 0, "generation": 3,
+                 "series": {"t_ms": [NOW_MS - 20_000, NOW_MS - 10_000, NOW_MS],
+                            "poll_rate": [900.0, 1000.0, 1100.0],
+                            "write_rate": [880.0, 1000.0, 1090.0],
+                            "commit_rate": [9.0, 10.0, 11.0],
+                            "txn_size_avg": [100.0, 100.0, 100.0]},
+                 "transaction_size": {"min": 100, "max": 100, "avg": 100.0},
+                 "offsets": [{"partition": {"sequence.partition": 0},
+                              "offset": {"seq": 1234}}]},
+                {"id": 1, "state": "UNASSIGNED", "worker_id": None, "trace": None,
+                 "host": None, "pid": None, "attempt": None, "generation": None,
+                 "series": {}, "transaction_size": None, "offsets": []},
+            ],
+        }],
+    }
+
+
+def test_a_series_holds_equal_length_sequences() -> None:
+    with pytest.raises(ValueError, match="equal-length"):
+        TaskSeries(t_ms=(NOW_MS,), poll_rate=())
 
 
 def test_line_chart_breaks_at_gaps_and_marks_the_newest_sample() -> None:
@@ -199,7 +252,9 @@ def test_ui_view_json_is_the_herders_view(client: AppClient, herder: FakeHerder)
     response = client.get("/ui/view.json", headers={"Content-Type": "text/plain"})
     assert response.status_code == 200
     assert response.headers["cache-control"] == "no-store"
+    assert response.headers["content-type"] == "application/json"
     view = response.json()
+    assert view == herder.dashboard().to_dict()
     assert view["worker_id"] == WORKER_ID and view["is_leader"] is True
     assert [c["name"] for c in view["connectors"]] == ["conn"]
     assert [t["id"] for t in view["connectors"][0]["tasks"]] == [0, 1]

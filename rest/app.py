@@ -111,7 +111,7 @@ def create_app(
     * ``basic_auth``: the users and passwords of Connect's basic-auth extension
       (:mod:`connect_runtime.rest.basic_auth`); None: no authentication.
     * ``forward_tls``: the client context for requests forwarded to an ``https://``
-      leader (:meth:`connect_runtime.config.rest_tls.ClientTls.context`).
+      leader (:meth:`connect_runtime.security.tls.ClientTls.context`).
 
     Every error answers ``{"error_code": <status>, "message": <text>}``; see
     :mod:`connect_runtime.rest.errors` for the mapping and

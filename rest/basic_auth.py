@@ -1,6 +1,6 @@
 """HTTP Basic authentication of REST requests, as Connect's BasicAuthSecurityRestExtension.
 
-On when the worker config loads credentials (:mod:`connect_runtime.config.rest_auth`):
+On when the worker config loads credentials (:mod:`connect_runtime.security.rest_auth`):
 every request must carry ``Authorization: Basic base64(user:password)`` matching
 a line of the credentials file, else it is answered ``401`` with Connect's body,
 ``User cannot access the resource.``. As in Connect:

@@ -8,7 +8,7 @@ Secrets (decision 51 in docs/architecture.md): ``config`` is the connector's
 config as the config topic holds it, ``${provider:path:key}`` placeholders
 included. The instance is started with the config resolved here, on the worker
 that hosts it; the task configs it returns are reverse-transformed
-(:func:`~connect_runtime.config.providers.reverse_transform`) before the herder
+(:func:`~connect_runtime.security.providers.reverse_transform`) before the herder
 writes them, and its traces and log lines are scrubbed of resolved and PASSWORD
 values.
 """
@@ -21,12 +21,12 @@ from collections.abc import Callable
 from connect_runtime.api.connector import SourceConnector
 from connect_runtime.api.task import OffsetStorageReader
 from connect_runtime.config.connector_config import ConnectorConfig
-from connect_runtime.config.providers import NO_PROVIDERS, ConfigResolver, reverse_transform
-from connect_runtime.config.redaction import Redactor, password_keys
 from connect_runtime.errors import ConnectorContractException
 from connect_runtime.logs import trace_headline
 from connect_runtime.plugins import resolve_connector_class
 from connect_runtime.protocol.states import State
+from connect_runtime.security.providers import NO_PROVIDERS, ConfigResolver, reverse_transform
+from connect_runtime.security.redaction import Redactor, password_keys
 
 log = logging.getLogger(__name__)
 

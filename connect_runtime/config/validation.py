@@ -19,13 +19,13 @@ run before anything is written to the config topic. It
    definition in place, and values that match no definition come first with a
    null definition.
 
-Config providers (``connect_runtime.config.providers``): steps 1-5 see the
+Config providers (``connect_runtime.security.providers``): steps 1-5 see the
 config with its ``${provider:path:key}`` variables resolved, as Connect's
 validation does. Unlike Connect, a variable that cannot be resolved (no such
 provider, file, key or variable) is an error on its key, and the answer never
 shows a resolved value: a key whose submitted value holds a variable shows the
 submitted value, and every message is scrubbed of what providers supplied and of
-the connector's PASSWORD values (``connect_runtime.config.redaction``).
+the connector's PASSWORD values (``connect_runtime.security.redaction``).
 
 Nothing a connector does here can escape: an exception from any of its methods
 becomes an error message on the key it concerns (``connector.class`` for
@@ -60,8 +60,6 @@ from connect_runtime.config.connector_config import (
     connector_config_def,
     unsupported_value,
 )
-from connect_runtime.config.providers import NO_PROVIDERS, ConfigResolver, Resolution
-from connect_runtime.config.redaction import Redactor, password_keys
 from connect_runtime.converters import (
     converter_version,
     listed_converter_names,
@@ -70,6 +68,8 @@ from connect_runtime.converters import (
     resolve_header_converter_class,
 )
 from connect_runtime.errors import ConfigException, ConnectorContractException
+from connect_runtime.security.providers import NO_PROVIDERS, ConfigResolver, Resolution
+from connect_runtime.security.redaction import Redactor, password_keys
 from connect_runtime.transforms.validation import validate_plugins
 
 log = logging.getLogger(__name__)

@@ -11,7 +11,7 @@ Client overrides use Connect's prefixes, with librdkafka property names:
 ``producer.override.*`` etc. in connector configs. Top-level ``security.protocol``,
 ``ssl.*`` and ``sasl.*`` keys (Java's names or librdkafka's) reach every client
 of the worker and its tasks, under the prefixed ones
-(:mod:`connect_runtime.config.kafka_security`).
+(:mod:`connect_runtime.security.kafka_clients`).
 """
 
 from __future__ import annotations
@@ -33,22 +33,22 @@ from connect_runtime.api.config_def import (
     Type,
     ValidString,
 )
-from connect_runtime.config.kafka_security import (
+from connect_runtime.config.properties import env_overrides, load_properties_file
+from connect_runtime.config.spark_settings import SparkSettings, spark_settings
+from connect_runtime.errors import ConfigException
+from connect_runtime.security.kafka_clients import (
     Translated,
     check_client_config,
     is_client_security_key,
     translate,
 )
-from connect_runtime.config.properties import env_overrides, load_properties_file
-from connect_runtime.config.providers import (
+from connect_runtime.security.providers import (
     CONFIG_PROVIDERS_CONFIG,
     ConfigProviders,
     ConfigResolver,
 )
-from connect_runtime.config.rest_auth import basic_auth_credentials, jaas_path
-from connect_runtime.config.rest_tls import RestTls, load_rest_tls
-from connect_runtime.config.spark_settings import SparkSettings, spark_settings
-from connect_runtime.errors import ConfigException
+from connect_runtime.security.rest_auth import basic_auth_credentials, jaas_path
+from connect_runtime.security.tls import RestTls, load_rest_tls
 
 log = logging.getLogger(__name__)
 
@@ -207,6 +207,13 @@ class WorkerConfig:
 
     ``originals`` keeps every key as given (strings), so prefixed client
     overrides and ``spark.*`` keys pass through untouched.
+
+    Loading parses and validates here; every step that reads a secret, a store
+    or a credentials file is a call into :mod:`connect_runtime.security`
+    (resolving ``${provider:...}``, translating and checking the Kafka clients'
+    TLS and SASL keys, the basic-auth files, the HTTPS stores). The calls are
+    made at construction, not when a value is first used, so a bad file stops
+    the worker at start with a :class:`ConfigException` naming its key.
     """
 
     def __init__(self, props: Mapping[str, str]) -> None:

@@ -35,7 +35,6 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
-from connect_runtime.config.kafka_security import CLIENT_CLASSES
 from connect_runtime.errors import (
     ConnectError,
     KafkaAuthenticationError,
@@ -43,6 +42,7 @@ from connect_runtime.errors import (
     KafkaTimeoutError,
     translate_kafka_error,
 )
+from connect_runtime.security.kafka_clients import CLIENT_CLASSES
 
 if TYPE_CHECKING:
     from connect_runtime.config.worker_config import WorkerConfig

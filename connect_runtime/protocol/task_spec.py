@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
-from connect_runtime.config.providers import ConfigProviders
-from connect_runtime.config.rest_tls import ClientTls
+from connect_runtime.security.providers import ConfigProviders
+from connect_runtime.security.tls import ClientTls
 
 
 class TaskMode(Enum):

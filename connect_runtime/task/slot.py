@@ -20,7 +20,7 @@ A slot runs task instances one after another until the driver says stop:
 Errors cross the process boundary as formatted text (the traceback string), so
 an exception that does not pickle still reaches the status topic intact. The
 text is scrubbed first: what config providers supplied and the connector's
-PASSWORD values are ``[hidden]`` (``connect_runtime.config.redaction``).
+PASSWORD values are ``[hidden]`` (``connect_runtime.security.redaction``).
 """
 
 from __future__ import annotations
@@ -30,11 +30,11 @@ import logging
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, assert_never
 
-from connect_runtime.config.redaction import Redactor
 from connect_runtime.errors import StartupAbandoned
 from connect_runtime.protocol.slot_channel import Command
 from connect_runtime.protocol.states import State
 from connect_runtime.protocol.task_spec import TaskMode
+from connect_runtime.security.redaction import Redactor
 from connect_runtime.storage.offsets.mirror import GlobalOffsetMirror
 from connect_runtime.task.at_least_once_loop import AtLeastOnceTaskLoop
 from connect_runtime.task.exactly_once_loop import ExactlyOnceTaskLoop

@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, Any
 from websockets.exceptions import ConnectionClosed, InvalidHandshake
 from websockets.sync.client import ClientConnection, connect
 
-from connect_runtime.config.rest_tls import client_context
 from connect_runtime.protocol import signing
 from connect_runtime.protocol.slot_channel import (
     CLOSE_DONE,
@@ -45,6 +44,7 @@ from connect_runtime.protocol.slot_channel import (
     channel_url,
 )
 from connect_runtime.protocol.states import State, check_transition
+from connect_runtime.security.tls import client_context
 from connect_runtime.storage.config_store import read_config_snapshot
 
 if TYPE_CHECKING:

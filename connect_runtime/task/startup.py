@@ -44,8 +44,6 @@ import httpx
 from connect_runtime.api.config_def import originals_with_prefix
 from connect_runtime.api.task import OffsetStorageReader, SourceTask, TransactionContext
 from connect_runtime.config.connector_config import ConnectorConfig
-from connect_runtime.config.redaction import Redactor
-from connect_runtime.config.rest_tls import client_context
 from connect_runtime.converters import (
     Converter,
     HeaderConverter,
@@ -62,6 +60,8 @@ from connect_runtime.kafka.clients import create_admin, create_producer
 from connect_runtime.kafka.topics import ensure_topic
 from connect_runtime.protocol import signing
 from connect_runtime.protocol.task_spec import TaskMode
+from connect_runtime.security.redaction import Redactor
+from connect_runtime.security.tls import client_context
 from connect_runtime.storage.config_store import read_config_snapshot
 from connect_runtime.storage.offsets.reader import TaskOffsetStorageReader
 from connect_runtime.task.boundaries import BoundaryPolicy, TaskTransactionContext

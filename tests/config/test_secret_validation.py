@@ -12,13 +12,13 @@ import pytest
 from connect_runtime.api.config_def import Config, ConfigDef, Importance, Type
 from connect_runtime.api.connector import SourceConnector
 from connect_runtime.api.task import SourceTask
-from connect_runtime.config.providers import (
+from connect_runtime.config.validation import format_validation_errors, validate_connector_config
+from connect_runtime.security.providers import (
     ENV_VAR_PROVIDER,
     FILE_PROVIDER,
     ConfigProviders,
     ConfigResolver,
 )
-from connect_runtime.config.validation import format_validation_errors, validate_connector_config
 
 FILE_SECRET = "file-secret-7f3a"
 ENV_SECRET = "env-secret-91bc"

@@ -1,4 +1,4 @@
-"""WorkerConfig from a .properties file plus CONNECT_* overrides, and the properties parser."""
+"""WorkerConfig from a .properties file plus CONNECT_* overrides."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ from connect_runtime.config.properties import (
     env_key_to_property,
     env_overrides,
     load_properties_file,
-    parse_properties,
 )
 from connect_runtime.config.worker_config import WorkerConfig
 from connect_runtime.errors import ConfigException
@@ -135,57 +134,6 @@ def test_spark_conf_and_listener() -> None:
             WorkerConfig({**MINIMAL, "listeners": listeners})
     with pytest.raises(ConfigException, match=r"configuration ssl\.keystore\.location"):
         WorkerConfig({**MINIMAL, "listeners": "https://:8443"})
-
-
-# --- properties parsing -----------------------------------------------------
-
-
-def test_comments_blank_lines_and_separators() -> None:
-    text = "\n".join([
-        "# comment",
-        "! also a comment",
-        "   ",
-        "a=1",
-        "b: 2",
-        "c 3",
-        "d   =   4",
-        "e=x=y",
-        "f",
-        "g=",
-        "  h = trailing kept ",
-    ])
-    assert parse_properties(text) == {
-        "a": "1", "b": "2", "c": "3", "d": "4", "e": "x=y", "f": "", "g": "",
-        "h": "trailing kept ",
-    }
-
-
-def test_continuation_lines() -> None:
-    text = "list=a,\\\n    b,\\\n    c\nnext=1\nlit=ends with backslash\\\\\nafter=2\n"
-    assert parse_properties(text) == {
-        "list": "a,b,c", "next": "1", "lit": "ends with backslash\\", "after": "2"}
-
-
-def test_continuation_line_starting_with_hash_is_not_a_comment() -> None:
-    assert parse_properties("k=one\\\n  #two") == {"k": "one#two"}
-
-
-def test_escapes() -> None:
-    text = "tab=a\\tb\nnl=a\\nb\nuni=\\u0041\\u00e9\nkey\\=with\\:seps\\ inside=v\npath=C:\\\\dir"
-    assert parse_properties(text) == {
-        "tab": "a\tb", "nl": "a\nb", "uni": "A\u00e9", "key=with:seps inside": "v",
-        "path": "C:\\dir",
-    }
-
-
-def test_escaped_backslash_before_separator() -> None:
-    # java.util.Properties: "a\\=b" is key "a\" and value "b".
-    assert parse_properties("a\\\\=b") == {"a\\": "b"}
-
-
-def test_line_with_value_but_no_key_names_file_and_line() -> None:
-    with pytest.raises(ConfigException, match=r"w\.properties:2"):
-        parse_properties("ok=1\n=orphan", "w.properties")
 
 
 @pytest.mark.parametrize(

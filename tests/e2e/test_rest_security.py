@@ -29,7 +29,7 @@ from kafka_connect_api.kafka_connect_api import Api, Cluster
 from kafka_helpers import wait_for
 from tls_helpers import PASSWORD, https_settings, make_pki, tools_missing
 
-from connect_runtime.config.rest_auth import BASIC_AUTH_EXTENSION, PROPERTY_FILE_LOGIN_MODULE
+from connect_runtime.security.rest_auth import BASIC_AUTH_EXTENSION, PROPERTY_FILE_LOGIN_MODULE
 
 AUTH = ("alice", "s3cret")
 

@@ -30,7 +30,7 @@ from confluent_kafka.admin import AdminClient
 from harness import WorkerProcess, free_port
 from kafka_helpers import wait_for
 
-from connect_runtime.config.providers import ENV_VAR_PROVIDER, FILE_PROVIDER
+from connect_runtime.security.providers import ENV_VAR_PROVIDER, FILE_PROVIDER
 
 FILE_SECRET = f"fsecret-{uuid.uuid4().hex}"
 ENV_SECRET = f"esecret-{uuid.uuid4().hex}"

@@ -23,9 +23,9 @@ from connect_runtime.api.config_def import ConfigDef, Importance, Type
 from connect_runtime.api.connector import SourceConnector
 from connect_runtime.api.task import SourceTask
 from connect_runtime.cluster.herder import DistributedHerder
-from connect_runtime.config.providers import ENV_VAR_PROVIDER, FILE_PROVIDER
 from connect_runtime.config.worker_config import WorkerConfig
 from connect_runtime.rest import create_app
+from connect_runtime.security.providers import ENV_VAR_PROVIDER, FILE_PROVIDER
 
 FILE_SECRET = "file-secret-0c41"
 ENV_SECRET = "env-secret-ab29"

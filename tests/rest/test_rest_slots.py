@@ -28,7 +28,6 @@ from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
 from connect_runtime.cluster.slot_registry import SlotRegistry
-from connect_runtime.config.rest_tls import RestTls, load_rest_tls
 from connect_runtime.protocol import signing
 from connect_runtime.protocol.slot_channel import (
     CLOSE_BAD_REQUEST,
@@ -44,6 +43,7 @@ from connect_runtime.protocol.states import State
 from connect_runtime.protocol.task_spec import TaskSpec
 from connect_runtime.rest import create_app
 from connect_runtime.rest.routes.slots import slots_router
+from connect_runtime.security.tls import RestTls, load_rest_tls
 from connect_runtime.task.slot_control import SlotControl
 
 KEY = b"s" * 32

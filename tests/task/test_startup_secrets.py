@@ -7,15 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from connect_runtime.config.providers import (
+from connect_runtime.errors import ConfigException
+from connect_runtime.protocol.task_spec import TaskSpec
+from connect_runtime.security.providers import (
     ENV_VAR_PROVIDER,
     FILE_PROVIDER,
     ConfigProviders,
     ProviderSetting,
 )
-from connect_runtime.config.redaction import Redactor
-from connect_runtime.errors import ConfigException
-from connect_runtime.protocol.task_spec import TaskSpec
+from connect_runtime.security.redaction import Redactor
 from connect_runtime.task.slot import _trace
 from connect_runtime.task.startup import resolve_configs
 

@@ -254,12 +254,12 @@ producer's queue, up to 1 GiB by default). */}}
 
 {{/* The probe under clientAuth=required: the image's Python calls /health as
 another worker would, with the worker's own certificate from its environment
-(rest_tls.ClientTls, the client side the workers use). Exits non-zero, saying
+(security.tls.ClientTls, the client side the workers use). Exits non-zero, saying
 why, unless /health answers 200. The chain is checked against the CA, not the
 host name: 127.0.0.1 is not among the certificate's names. */}}
 {{- define "connect-runtime.healthProbeScript" -}}
 import os, sys, urllib.request
-from connect_runtime.config.rest_tls import ClientTls
+from connect_runtime.security.tls import ClientTls
 pem = {k: os.environ["CONNECT_LISTENERS_HTTPS_SSL_" + k].encode() for k in (
     "KEYSTORE_CERTIFICATE_CHAIN", "KEYSTORE_KEY", "TRUSTSTORE_CERTIFICATES")}
 tls = ClientTls(trusted=pem["TRUSTSTORE_CERTIFICATES"], check_hostname=False,

@@ -27,8 +27,8 @@ import shlex
 from collections.abc import Mapping
 from pathlib import Path
 
-from connect_runtime.config.properties import parse_properties
 from connect_runtime.errors import ConfigException
+from connect_runtime.java_properties import parse_properties
 
 BASIC_AUTH_EXTENSION = (
     "org.apache.kafka.connect.rest.basic.auth.extension.BasicAuthSecurityRestExtension")

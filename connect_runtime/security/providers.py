@@ -56,8 +56,8 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, Protocol, runtime_checkable
 
-from connect_runtime.config.properties import parse_properties
 from connect_runtime.errors import ConfigException
+from connect_runtime.java_properties import parse_properties
 from connect_runtime.transforms.java_regex import compile_java
 
 CONFIG_PROVIDERS_CONFIG = "config.providers"

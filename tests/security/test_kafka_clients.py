@@ -15,15 +15,15 @@ from pathlib import Path
 import pytest
 
 from connect_runtime.cluster.task_specs import TaskSpecBuilder
-from connect_runtime.config.kafka_security import (
+from connect_runtime.config.worker_config import WorkerConfig
+from connect_runtime.errors import ConfigException, KafkaAuthenticationError, translate_kafka_error
+from connect_runtime.kafka.clients import ClientSettings
+from connect_runtime.security.kafka_clients import (
     check_client_config,
     normalize_pem,
     parse_jaas_config,
     translate,
 )
-from connect_runtime.config.worker_config import WorkerConfig
-from connect_runtime.errors import ConfigException, KafkaAuthenticationError, translate_kafka_error
-from connect_runtime.kafka.clients import ClientSettings
 
 MINIMAL = {"group.id": "g", "config.storage.topic": "c", "offset.storage.topic": "o",
            "status.storage.topic": "s"}

@@ -44,8 +44,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from connect_runtime.config.kafka_security import store_format
 from connect_runtime.errors import ConfigException
+from connect_runtime.security.kafka_clients import store_format
 
 HTTPS_PREFIX = "listeners.https."
 CLIENT_AUTH = ("none", "requested", "required")

@@ -6,14 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from connect_runtime.config.rest_auth import (
+from connect_runtime.config.worker_config import WorkerConfig
+from connect_runtime.errors import ConfigException
+from connect_runtime.security.rest_auth import (
     BASIC_AUTH_EXTENSION,
     PROPERTY_FILE_LOGIN_MODULE,
     basic_auth_credentials,
     jaas_path,
 )
-from connect_runtime.config.worker_config import WorkerConfig
-from connect_runtime.errors import ConfigException
 
 
 def files(tmp_path: Path, jaas: str | None = None, credentials: str = "alice: s3cret\n"

@@ -16,7 +16,10 @@ from pathlib import Path
 import pytest
 
 from connect_runtime.cli import main
-from connect_runtime.config.providers import (
+from connect_runtime.config.worker_config import WorkerConfig
+from connect_runtime.errors import ConfigException
+from connect_runtime.logs import JsonLinesFormatter
+from connect_runtime.security.providers import (
     ENV_VAR_PROVIDER,
     FILE_PROVIDER,
     AllowedPaths,
@@ -29,10 +32,7 @@ from connect_runtime.config.providers import (
     find_variables,
     reverse_transform,
 )
-from connect_runtime.config.redaction import MIN_SECRET_LENGTH, Redactor
-from connect_runtime.config.worker_config import WorkerConfig
-from connect_runtime.errors import ConfigException
-from connect_runtime.logs import JsonLinesFormatter
+from connect_runtime.security.redaction import MIN_SECRET_LENGTH, Redactor
 
 MINIMAL = {"group.id": "g", "config.storage.topic": "c", "offset.storage.topic": "o",
            "status.storage.topic": "s"}

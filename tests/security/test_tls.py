@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from tls_helpers import PASSWORD, https_settings, make_pki, tools_missing
 
-from connect_runtime.config.rest_tls import ClientTls, load_rest_tls
 from connect_runtime.config.worker_config import WorkerConfig
 from connect_runtime.errors import ConfigException
+from connect_runtime.security.tls import ClientTls, load_rest_tls
 
 MINIMAL = {"bootstrap.servers": "localhost:9092", "group.id": "g",
            "config.storage.topic": "c", "offset.storage.topic": "o",

@@ -7,6 +7,9 @@
 * :mod:`~connect_runtime.kafka.log`: :class:`KafkaBasedLog`, a background
   reader that keeps an in-memory view of a compacted topic and can "read to the
   end" on demand, waiting for open transactions to resolve.
+* :mod:`~connect_runtime.kafka.produce`: :func:`produce_waiting`, queueing one
+  message with a full queue waited out and any other error translated: what a
+  task's send path and the offsets mirror fall back on.
 
 ``confluent_kafka.KafkaException`` never leaves this package untranslated: it
 becomes a :class:`~connect_runtime.errors.KafkaClientError` subclass here.

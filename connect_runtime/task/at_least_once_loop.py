@@ -70,7 +70,7 @@ from connect_runtime.api.record import RecordBatch
 from connect_runtime.errors import ConnectError, translate_kafka_error
 from connect_runtime.protocol.task_spec import TaskMode
 from connect_runtime.storage.offsets.format import serialize_value
-from connect_runtime.task.batches import check, expand, has_batches, segments
+from connect_runtime.task.batches import dispatch, expand
 from connect_runtime.task.loop import LoopDeps, Outcome, TaskLoop
 from connect_runtime.task.submitted_records import SubmittedRecords
 
@@ -168,38 +168,26 @@ class AtLeastOnceTaskLoop(TaskLoop):
 
     # --------------------------------------------------------------- sending
 
-    def _send_batch(self, batch: Sequence[Any]) -> int:
-        """Step 1 for one polled list. Stops at once if an earlier record already failed.
-
-        A :class:`~connect_runtime.api.record.RecordBatch` is sent row by row,
-        each row tracked for delivery; with a per-batch offset only its last row
-        carries the offset, so it becomes committable only once every row of the
-        batch is acknowledged.
-        """
+    def _send_polled(self, polled: Sequence[Any]) -> int:
+        """Step 1 for one polled list. Stops at once if an earlier record already failed."""
         self._raise_if_delivery_failed()
-        if has_batches(batch):
-            count = 0
-            for segment in segments(batch, self.label):
-                if type(segment) is list:
-                    self._send_records(segment)
-                    count += len(segment)
-                    continue
-                assert isinstance(segment, RecordBatch)
-                check(segment, self.label)
-                rows = expand(segment)
-                self._send_records(rows, carries_from=(
-                    0 if segment.source_offsets is not None else len(rows) - 1))
-                count += len(rows)
-            return count
-        self._send_records(batch)
-        return len(batch)
+        return dispatch(polled, self.label, records=self._send_records,
+                        record_batch=self._send_record_batch)
 
-    def _send_records(self, batch: Sequence[SourceRecord], carries_from: int = 0) -> None:
+    def _send_record_batch(self, batch: RecordBatch) -> int:
+        """A checked batch, row by row, each row tracked for delivery; with a
+        per-batch offset only its last row carries the offset, so it becomes
+        committable only once every row of the batch is acknowledged."""
+        rows = expand(batch)
+        return self._send_records(rows, carries_from=(
+            0 if batch.source_offsets is not None else len(rows) - 1))
+
+    def _send_records(self, records: Sequence[SourceRecord], carries_from: int = 0) -> int:
         """Track and send each record; only records from index ``carries_from`` on
         carry their offset (the rows of a per-batch-offset RecordBatch before its
-        last one do not)."""
+        last one do not). Returns how many records it was given."""
         track, send = self._submitted.track, self._sender.send
-        for index, record in enumerate(batch):
+        for index, record in enumerate(records):
             tracker = track(record, index >= carries_from)
             try:
                 sent = send(record, tracker)
@@ -210,9 +198,10 @@ class AtLeastOnceTaskLoop(TaskLoop):
                 tracker.dropped()
             elif self.metrics is not None:
                 self.metrics.written += 1
-        self.stats.records_sent += len(batch)
+        self.stats.records_sent += len(records)
         if self.metrics is not None:
             self.metrics.set_active(self._submitted.in_flight)
+        return len(records)
 
     def _serve_deliveries(self, timeout: float) -> None:
         """Serve delivery reports, hand acked records to ``commit_record``, advance the

@@ -1,16 +1,17 @@
 """What a poll returned, as the task loops consume it: records and record batches.
 
-``SourceTask.poll`` returns a list whose items are
+``SourceTask.poll`` returns a list (here: the *polled* list) whose items are
 :class:`~connect_runtime.api.record.SourceRecord` or
-:class:`~connect_runtime.api.record.RecordBatch`, in any mix. The loops send
-runs of records as before and batches through the sender's column path; where
-they need one object per row they :func:`expand` a batch. Everything here is
-pure: no Kafka.
+:class:`~connect_runtime.api.record.RecordBatch`, in any mix. "Batch" means a
+``RecordBatch`` and nothing else. Both loops hand a polled list to
+:func:`dispatch`, which gives each run of records and each checked batch to
+the loop's own sender for it, in order; where a loop needs one object per row
+it expands a batch (:func:`expand`). Everything here is pure: no Kafka.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from connect_runtime.api.record import RecordBatch, SourceRecord
@@ -27,6 +28,31 @@ def has_batches(items: Sequence[Any]) -> bool:
     """True if ``items`` holds anything but ``SourceRecord`` objects (a C-level scan:
     this runs once per poll on the records path too)."""
     return len(set(map(type, items))) != 1 or type(items[0]) is not SourceRecord
+
+
+def dispatch(polled: Sequence[Any], label: str, *,
+             records: Callable[[Sequence[SourceRecord]], int],
+             record_batch: Callable[[RecordBatch], int]) -> int:
+    """Send one non-empty polled list, in order: ``records(run)`` for each run of
+    consecutive records (the whole list when it holds only records: the usual
+    case, found by one C-level scan), ``record_batch(batch)`` for each batch once
+    it passed :func:`check`. Returns the sum of what they return: the records
+    sent, a batch counting its rows.
+
+    Raises DataException before anything is sent if an item is neither a record
+    nor a batch, and when its turn comes for a batch that fails :func:`check`
+    (what came before it was sent).
+    """
+    if not has_batches(polled):
+        return records(polled)
+    count = 0
+    for segment in segments(polled, label):
+        if isinstance(segment, RecordBatch):
+            check(segment, label)
+            count += record_batch(segment)
+        else:
+            count += records(segment)
+    return count
 
 
 def segments(items: Sequence[Any], label: str) -> list[Segment]:

@@ -1,6 +1,6 @@
 """When a task's transaction ends: the three KIP-618 ``transaction.boundary`` kinds.
 
-* ``poll``: after every non-empty batch returned by ``SourceTask.poll``.
+* ``poll``: after every ``SourceTask.poll`` that returned something.
 * ``interval``: once ``transaction.boundary.interval.ms`` has passed since the
   transaction began (checked after each poll, so a poll that blocks delays it).
 * ``connector``: when the task asks, through :class:`TaskTransactionContext`.
@@ -32,12 +32,12 @@ class TaskTransactionContext:
     Record-level requests are keyed by the record's identity: the record must be
     one the task returns from ``poll`` (records compare by identity), or a
     :class:`~connect_runtime.api.record.RecordBatch` it returns, which ends the
-    transaction after the batch's last row. Batch-level
-    requests apply after the batch being, or next to be, returned by ``poll``.
+    transaction after the batch's last row. Requests without a record apply
+    after what ``poll`` is returning, or returns next, is sent.
     """
 
     def __init__(self) -> None:
-        self._batch: Decision = Decision.NONE
+        self._after_poll: Decision = Decision.NONE
         # id(record) -> (record, decision); the record is kept so its id stays unique.
         self._records: dict[int, tuple[SourceRecord | RecordBatch, Decision]] = {}
 
@@ -49,12 +49,12 @@ class TaskTransactionContext:
 
     def _request(self, record: SourceRecord | RecordBatch | None, decision: Decision) -> None:
         if record is None:
-            if self._batch not in (Decision.NONE, decision):
+            if self._after_poll not in (Decision.NONE, decision):
                 raise ConnectError(
                     "The task asked both to commit and to abort the transaction after the "
                     "same batch; TransactionContext allows one or the other"
                 )
-            self._batch = decision
+            self._after_poll = decision
             return
         previous = self._records.get(id(record))
         if previous is not None and previous[1] is not decision:
@@ -73,8 +73,9 @@ class TaskTransactionContext:
         entry = self._records.pop(id(record), None)
         return Decision.NONE if entry is None else entry[1]
 
-    def take_batch_decision(self) -> Decision:
-        decision, self._batch = self._batch, Decision.NONE
+    def take_poll_decision(self) -> Decision:
+        """The decision requested without a record (consumed), or NONE."""
+        decision, self._after_poll = self._after_poll, Decision.NONE
         return decision
 
 
@@ -95,22 +96,24 @@ class BoundaryPolicy:
         self._deadline = time.monotonic() + self.interval_s
 
     def after_record(self, record: SourceRecord | RecordBatch) -> Decision:
-        """Called after each record is sent; only connector boundaries end mid-batch."""
+        """Called after each record (or batch) is sent; only connector boundaries end
+        a transaction in the middle of what a poll returned."""
         ctx = self.context
         if ctx is None or not ctx.has_record_requests:
             return Decision.NONE
         return ctx.take_record_decision(record)
 
-    def after_batch(self, batch_size: int, transaction_open: bool) -> Decision:
-        """Called after each ``poll`` (also empty ones, so intervals elapse while idle)."""
+    def after_poll(self, size: int, transaction_open: bool) -> Decision:
+        """Called after each ``poll`` (also empty ones, so intervals elapse while idle),
+        ``size`` records sent."""
         if self.kind == "poll":
-            return Decision.COMMIT if batch_size and transaction_open else Decision.NONE
+            return Decision.COMMIT if size and transaction_open else Decision.NONE
         if self.kind == "interval":
             if transaction_open and time.monotonic() >= self._deadline:
                 return Decision.COMMIT
             return Decision.NONE
         assert self.context is not None
-        decision = self.context.take_batch_decision()
+        decision = self.context.take_poll_decision()
         return decision if transaction_open else Decision.NONE
 
     def on_stop(self) -> Decision:
@@ -122,7 +125,7 @@ class BoundaryPolicy:
         """
         if self.context is None:
             return Decision.COMMIT
-        return self.context.take_batch_decision()
+        return self.context.take_poll_decision()
 
 
 def _offset_of(record: SourceRecord | RecordBatch) -> object:

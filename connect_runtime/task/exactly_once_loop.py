@@ -49,7 +49,7 @@ from connect_runtime.storage.offsets.format import (
     serialize_value,
     validate_partition_or_offset,
 )
-from connect_runtime.task.batches import check, expand, has_batches, offset_carrier, segments
+from connect_runtime.task.batches import dispatch, expand, offset_carrier
 from connect_runtime.task.boundaries import BoundaryPolicy, Decision
 from connect_runtime.task.loop import LoopDeps, Outcome, TaskLoop
 
@@ -139,7 +139,7 @@ class ExactlyOnceTaskLoop(TaskLoop):
     def _after_poll(self, size: int) -> None:
         # Also after an empty poll: an interval boundary ends a transaction on time
         # while the task idles.
-        decision = self.boundary.after_batch(size, self._in_txn)
+        decision = self.boundary.after_poll(size, self._in_txn)
         if decision is not Decision.NONE:
             self._end_transaction(decision)
         self.producer.poll(0)
@@ -199,60 +199,43 @@ class ExactlyOnceTaskLoop(TaskLoop):
 
     # --------------------------------------------------------------- sending
 
-    def _send_batch(self, batch: Sequence[Any]) -> int:
-        if has_batches(batch):
-            return self._send_items(batch)
-        self._send_run(batch)
-        if self.metrics is not None:
-            self.metrics.set_active(self._txn_size)
-        return len(batch)
-
-    def _send_run(self, records: Sequence[SourceRecord]) -> None:
-        """A run of records: whole inside the open transaction in the common case,
-        else record by record."""
-        if self.boundary.context is None and not self._wants_metadata:
-            if not self._in_txn:
-                self._begin()  # step 1
-            sent = self._sender.send_batch(records)  # step 2
-            self._txn_size += sent
-            self._track_offsets(records)
-            if self.metrics is not None:
-                self.metrics.written += sent
-        else:
-            self._send_records(records)
-
-    def _send_records(self, batch: Sequence[SourceRecord]) -> None:
-        """Record by record: connector-defined boundaries, tasks that want metadata."""
-        after_record = self.boundary.after_record
-        connector_boundary = self.boundary.context is not None
-        for record in batch:
-            self._send(record)
-            if connector_boundary:
-                decision = after_record(record)
-                if decision is not Decision.NONE:
-                    self._end_transaction(decision)
-
-    def _send_items(self, items: Sequence[Any]) -> int:
-        """A poll holding :class:`RecordBatch` items: runs of records as above, each
-        batch whole, inside the open transaction. A batch is never split: a
-        connector-defined boundary is asked about it after its last row (the task
-        names the batch itself in ``commit_transaction(batch)``)."""
-        count = 0
-        for segment in segments(items, self.label):
-            if type(segment) is list:
-                self._send_run(segment)
-                count += len(segment)
-                continue
-            assert isinstance(segment, RecordBatch)
-            count += self._send_record_batch(segment)
+    def _send_polled(self, polled: Sequence[Any]) -> int:
+        """Step 2 for one polled list, inside the open transaction (begun lazily,
+        step 1): runs of records and each batch as :func:`dispatch` hands them."""
+        count = dispatch(polled, self.label, records=self._send_records,
+                         record_batch=self._send_record_batch)
         if self.metrics is not None:
             self.metrics.set_active(self._txn_size)
         return count
 
+    def _send_records(self, records: Sequence[SourceRecord]) -> int:
+        """A run of records: whole through the sender's records path in the common
+        case; record by record for connector-defined boundaries (asked after each
+        record) and for tasks that want each record's metadata."""
+        if self.boundary.context is None and not self._wants_metadata:
+            if not self._in_txn:
+                self._begin()  # step 1
+            sent = self._sender.send_records(records)  # step 2
+            self._txn_size += sent
+            self._track_offsets(records)
+            if self.metrics is not None:
+                self.metrics.written += sent
+            return len(records)
+        after_record = self.boundary.after_record
+        connector_boundary = self.boundary.context is not None
+        for record in records:
+            self._send_one(record)
+            if connector_boundary:
+                decision = after_record(record)
+                if decision is not Decision.NONE:
+                    self._end_transaction(decision)
+        return len(records)
+
     def _send_record_batch(self, batch: RecordBatch) -> int:
-        """One batch: whole through the column path, or row by row when the task
-        wants each row's metadata; then the connector boundary's decision for it."""
-        check(batch, self.label)
+        """One checked batch, never split: whole through the sender's column path,
+        or row by row when the task wants each row's metadata; then a
+        connector-defined boundary is asked about it after its last row (the task
+        names the batch itself in ``commit_transaction(batch)``)."""
         if not len(batch.values):  # nothing to send, but it may end a transaction
             self._after_named(batch)
             return 0
@@ -260,7 +243,7 @@ class ExactlyOnceTaskLoop(TaskLoop):
             self._begin()  # step 1
         if self._wants_metadata:
             for record in expand(batch):
-                self._send(record)
+                self._send_one(record)
         else:
             sent = self._sender.send_record_batch(batch)  # step 2
             self._txn_size += sent
@@ -278,7 +261,7 @@ class ExactlyOnceTaskLoop(TaskLoop):
             if decision is not Decision.NONE:
                 self._end_transaction(decision)
 
-    def _send(self, record: SourceRecord) -> None:
+    def _send_one(self, record: SourceRecord) -> None:
         """One record, for connector-defined boundaries and tasks that want metadata."""
         if not self._in_txn:
             self._begin()  # step 1
@@ -293,25 +276,25 @@ class ExactlyOnceTaskLoop(TaskLoop):
         if record.source_partition is not None:
             self._latest(record)
 
-    def _track_offsets(self, batch: Sequence[SourceRecord]) -> None:
-        """Remember the last record of each source partition object in ``batch``.
+    def _track_offsets(self, records: Sequence[SourceRecord]) -> None:
+        """Remember the last record of each source partition object in ``records``.
 
-        Done per batch with C-level builtins rather than per record: the batch's
+        Done per run with C-level builtins rather than per record: the run's
         partitions, then the position of the last record of each, then one update
         per distinct partition in the order of those last records.
         """
-        partitions = list(map(_source_partition, batch))
+        partitions = list(map(_source_partition, records))
         first = partitions[0]
         if partitions.count(first) == len(partitions):
-            # One source partition (the usual batch): equal dicts serialize to one key,
-            # so the batch's last record carries the offset that wins.
+            # One source partition (the usual poll): equal dicts serialize to one key,
+            # so the run's last record carries the offset that wins.
             if first is not None:
-                self._latest(batch[-1])
+                self._latest(records[-1])
             return
         last = dict(zip(map(id, partitions), range(len(partitions)), strict=True))
         for i in sorted(last.values()):
             if partitions[i] is not None:
-                self._latest(batch[i])
+                self._latest(records[i])
 
     def _latest(self, record: SourceRecord) -> None:
         """``record`` now carries the latest offset of its source partition object;

@@ -19,16 +19,19 @@ the same for both::
                             until resumed or stopped: _while_paused() every
                             PAUSED_WAIT_S or on wakeup;
                             on_paused(False) unless stopping
-        batch = task.poll()    records and RecordBatch columns, in any mix
-        _send_batch(batch)  if the batch has items; returns the records it held
-        _after_poll(size)   always, so time-based work runs while the task idles
+        polled = task.poll()   records and RecordBatch columns, in any mix
+        _send_polled(polled)   if it has items; returns the records it held
+        _after_poll(size)      always, so time-based work runs while the task idles
     _final_commit()         graceful stop only; then run() returns STOPPED
     on an exception:        _on_failure(error) returns the outcome to return
                             (FENCED), or None to let the error propagate
 
 The subclass owns everything inside those hooks (the module docs of the two
-loops number their steps). Per-record work stays in the subclasses'
-``_send_batch``, on attributes copied from :class:`LoopDeps` once, here.
+loops number their steps). Each ``_send_polled`` hands the polled list to
+:func:`~connect_runtime.task.batches.dispatch` and sends what it hands back
+through the loop's :class:`RecordSender`, which owns every produce (records
+and offsets); the per-record work happens there, on attributes copied from
+:class:`LoopDeps` once, here.
 """
 
 from __future__ import annotations
@@ -73,7 +76,7 @@ class LoopSignals:
     """Flags another thread (the slot's control thread) sets; the loop reads them.
 
     Reading a bool attribute is the cheapest cross-thread check Python offers;
-    the loop looks at ``stop`` once per batch.
+    the loop looks at ``stop`` once per poll.
     """
 
     def __init__(self) -> None:
@@ -103,7 +106,7 @@ class LoopDeps:
     topics the task's durable records went to (KIP-558, see
     :mod:`~connect_runtime.task.active_topics`); it must not block.
     ``metrics`` (None: not measured) is the slot's
-    :class:`~connect_runtime.task.metrics.TaskMetrics`, updated per batch and commit.
+    :class:`~connect_runtime.task.metrics.TaskMetrics`, updated per poll and commit.
     """
 
     label: str
@@ -173,12 +176,12 @@ class TaskLoop(ABC):
                 if signals.paused:
                     self._pause()
                     continue
-                polled = clock()
-                batch = self.task.poll()
+                started = clock()
+                polled = self.task.poll()
                 size = 0
-                if batch:
-                    took = clock() - polled
-                    size = self._send_batch(batch)
+                if polled:
+                    took = clock() - started
+                    size = self._send_polled(polled)
                     if metrics is not None:  # Connect times batches, not empty polls
                         metrics.polled_batch(size, took)
                 self._after_poll(size)
@@ -215,10 +218,10 @@ class TaskLoop(ABC):
     # ----------------------------------------------------------------- hooks
 
     @abstractmethod
-    def _send_batch(self, batch: Sequence[Any]) -> int:
+    def _send_polled(self, polled: Sequence[Any]) -> int:
         """Send one non-empty polled list (the per-record hot path); returns how many
         records it held, a :class:`~connect_runtime.api.record.RecordBatch`
-        counting its rows (:mod:`~connect_runtime.task.batches`)."""
+        counting its rows (:func:`~connect_runtime.task.batches.dispatch`)."""
 
     @abstractmethod
     def _after_poll(self, size: int) -> None:

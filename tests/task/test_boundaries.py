@@ -15,18 +15,18 @@ def rec(n: int) -> SourceRecord:
 
 def test_poll_boundary_commits_after_every_non_empty_batch() -> None:
     policy = BoundaryPolicy("poll", 1000, None)
-    assert policy.after_batch(10, transaction_open=True) is Decision.COMMIT
-    assert policy.after_batch(0, transaction_open=False) is Decision.NONE
+    assert policy.after_poll(10, transaction_open=True) is Decision.COMMIT
+    assert policy.after_poll(0, transaction_open=False) is Decision.NONE
     assert policy.after_record(rec(1)) is Decision.NONE
 
 
 def test_interval_boundary_waits_for_the_interval() -> None:
     policy = BoundaryPolicy("interval", 50, None)
     policy.transaction_began()
-    assert policy.after_batch(5, transaction_open=True) is Decision.NONE
+    assert policy.after_poll(5, transaction_open=True) is Decision.NONE
     time.sleep(0.06)
-    assert policy.after_batch(0, transaction_open=True) is Decision.COMMIT
-    assert policy.after_batch(0, transaction_open=False) is Decision.NONE
+    assert policy.after_poll(0, transaction_open=True) is Decision.COMMIT
+    assert policy.after_poll(0, transaction_open=False) is Decision.NONE
 
 
 def test_connector_boundary_record_and_batch_requests() -> None:
@@ -40,8 +40,8 @@ def test_connector_boundary_record_and_batch_requests() -> None:
     assert policy.after_record(a) is Decision.NONE  # consumed
     assert policy.after_record(b) is Decision.ABORT
     ctx.abort_transaction()
-    assert policy.after_batch(3, transaction_open=True) is Decision.ABORT
-    assert policy.after_batch(3, transaction_open=True) is Decision.NONE
+    assert policy.after_poll(3, transaction_open=True) is Decision.ABORT
+    assert policy.after_poll(3, transaction_open=True) is Decision.NONE
 
 
 def test_commit_and_abort_of_the_same_batch_or_record_is_an_error() -> None:

@@ -252,7 +252,7 @@ def test_a_fenced_loop_stops_quietly_and_its_open_transaction_never_shows(
 
 
 class NoMetadataTask(ScriptedTask):
-    """Does not override commit_record, so the loop sends whole batches (send_batch)."""
+    """Does not override commit_record, so the loop sends whole runs of records (send_records)."""
 
     commit_record = SourceTask.commit_record  # type: ignore[assignment]
 

@@ -89,9 +89,9 @@ class Recording(TaskLoop):
     def for_started(cls, deps: LoopDeps, started: StartedTask) -> Recording:
         return cls(deps)
 
-    def _send_batch(self, batch: list[SourceRecord]) -> int:
-        self.calls.append(("send", len(batch)))
-        return len(batch)
+    def _send_polled(self, polled: list[SourceRecord]) -> int:
+        self.calls.append(("send", len(polled)))
+        return len(polled)
 
     def _after_poll(self, size: int) -> None:
         self.calls.append(("after_poll", size))

@@ -623,7 +623,7 @@ def test_at_least_once_only_a_per_batch_offsets_last_row_carries_it(
     fails can never let the batch's offset through."""
     out, offsets = topics
     loop = alo_loop(kafka_bootstrap, offsets, BatchTask([]))
-    assert loop._send_batch([record(out, 0), rows(out, 1, 3, per_row=per_row)]) == 4
+    assert loop._send_polled([record(out, 0), rows(out, 1, 3, per_row=per_row)]) == 4
     [queue] = loop._submitted._queues.values()
     assert [(t.record.value["seq"], t.carries) for t in queue] == [
         (0, True), (1, per_row), (2, per_row), (3, True)]

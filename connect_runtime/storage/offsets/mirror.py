@@ -12,7 +12,9 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
+from connect_runtime.errors import KafkaClientError
 from connect_runtime.kafka.clients import ClientSettings, create_producer
+from connect_runtime.kafka.produce import produce_waiting
 
 log = logging.getLogger(__name__)
 
@@ -169,19 +171,15 @@ class GlobalOffsetMirror:
         def on_delivery(err: KafkaError | None, _msg: Message) -> None:
             self._on_delivery(key, seq, err)
 
-        while True:
-            try:
-                self._producer.produce(self.topic, key=key, value=value, on_delivery=on_delivery)
-                return
-            except BufferError:
-                # librdkafka's local queue is full: serve deliveries to make room.
-                self._producer.poll(0.1)
-            except KafkaException as e:
-                self._on_delivery(key, seq, e.args[0] if e.args else e)
-                return
+        try:
+            produce_waiting(self._producer, self.topic, value, key, -1, on_delivery,
+                            context=f"produce to {self.topic!r} by the offset mirror")
+        except KafkaClientError as e:  # retried like a failed delivery: never raised
+            self._on_delivery(key, seq, e)
 
-    def _on_delivery(self, key: bytes, seq: int, err: object | None) -> None:
-        """Delivery report for (key, seq); ``err`` None means written."""
+    def _on_delivery(self, key: bytes, seq: int, err: KafkaError | KafkaClientError | None) -> None:
+        """Delivery report for (key, seq); ``err`` None means written, a
+        KafkaClientError that ``produce`` itself refused the record."""
         with self._cond:
             newest = self._latest.get(key)
             if err is None:
@@ -194,7 +192,7 @@ class GlobalOffsetMirror:
             backoff = min(self._max_backoff, 0.1 * 2 ** min(self._failures, 10))
             log.warning("Failed to mirror an offset to %s (retrying in %.1fs): %s",
                         self.topic, backoff, err)
-            if isinstance(err, KafkaError) and err.fatal():
+            if err.fatal() if isinstance(err, KafkaError) else err.fatal:
                 self._reset_producer = True
             if newest is not None and newest[0] == seq:
                 heapq.heappush(self._retries, (time.monotonic() + backoff, key))

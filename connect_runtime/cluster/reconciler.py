@@ -197,7 +197,7 @@ class Reconciler:
     def release(self) -> None:
         """Stop every task and connector instance this worker runs; returns when done
         (or at once if the thread has already stopped, having torn down)."""
-        self._ask(_Release())
+        self._ask(_Release(), timeout_s=None)  # as long as the graceful stops take
 
     def reconcile_now(self) -> None:
         """Run a pass on the reconcile thread; returns when it is done (tests use
@@ -212,7 +212,7 @@ class Reconciler:
             log.warning("the reconcile thread did not stop within %.0fs; its tasks and "
                         "connector instances may still be stopping", timeout_s)
 
-    def _ask(self, message: _Message) -> None:
+    def _ask(self, message: _Message, timeout_s: float | None = REQUEST_TIMEOUT_S) -> None:
         future: Future[None] = Future()
         with self._close_lock:
             if self._closed or not self._thread.is_alive():  # torn down, or never started
@@ -223,12 +223,11 @@ class Reconciler:
                 return
             self._queue.put((message, future))
         try:
-            future.result(timeout=REQUEST_TIMEOUT_S)
+            future.result(timeout=timeout_s)
         except TimeoutError as e:
             raise ConflictException(
                 f"This worker's reconcile thread did not take the request within "
-                f"{REQUEST_TIMEOUT_S:.0f}s (it is busy stopping or starting tasks); "
-                "retry it") from e
+                f"{timeout_s:.0f}s (it is busy stopping or starting tasks); retry it") from e
 
     # ------------------------------------------------ the thread alone
 

@@ -149,14 +149,7 @@ class DistributedHerder:
             if self._stopped:
                 return
             self._stopped = True
-        if self._leadership.leader:
-            instance = self.config.get("group.instance.id")
-            after = (f"its place in the group (group.instance.id {instance}) waits "
-                     f"session.timeout.ms for its restart, then another worker takes over"
-                     if instance else "another worker takes over once it has left the group")
-            log.info("worker %s (%s) resigns as leader: it is stopping; %s", self.worker_id,
-                     self.worker_url, after,
-                     extra={"event": "leadership_lost", "worker": self.worker_id})
+        self._leadership.resign(self.config.get("group.instance.id"))
         self._stopping.set()
         # A pass in progress, then the graceful stop of every task, then the instances.
         graceful_s = float(self.config["task.shutdown.graceful.timeout.ms"]) / 1000

@@ -103,6 +103,18 @@ class Leadership:
                     time.sleep(1.0)
         self._actions.wake()
 
+    def resign(self, group_instance_id: str | None) -> None:
+        """The worker is stopping: a leader says what happens to its role."""
+        if not self.leader:
+            return
+        after = (f"its place in the group (group.instance.id {group_instance_id}) waits "
+                 f"session.timeout.ms for its restart, then another worker takes over"
+                 if group_instance_id else
+                 "another worker takes over once it has left the group")
+        log.info("worker %s (%s) resigns as leader: it is stopping; %s", self._worker_id,
+                 self._worker_url, after,
+                 extra={"event": "leadership_lost", "worker": self._worker_id})
+
     def step_down(self) -> None:
         """This worker lost partition 0: stop hosting, stop writing."""
         with self.lock:  # waits for a reconcile pass in progress

@@ -20,6 +20,8 @@
     ├── NotLeaderException           only the leader may do this; carries the leader URL
     ├── HttpError                    (connect_runtime.rest.errors) an explicit HTTP status
     ├── IllegalStateTransition       a lifecycle move the state diagram forbids: a runtime bug
+    ├── OwnershipError               (cluster.reconciler) a thread other than the reconcile
+    │                                thread touched the reconcile state: a runtime bug
     ├── StartupFailed                a task cannot start; the message is its FAILED trace
     ├── StartupAbandoned             a newer task generation exists: this one ends quietly
     └── KafkaClientError             a confluent-kafka error, translated once at the boundary

@@ -39,7 +39,7 @@ from connect_runtime.cluster.spark_runner import SparkTaskRunner
 from connect_runtime.cluster.task_specs import TaskSpecBuilder
 from connect_runtime.config.connector_config import ConnectorConfig
 from connect_runtime.config.worker_config import WorkerConfig
-from connect_runtime.errors import ConflictException
+from connect_runtime.errors import ConflictException, ConnectError
 from connect_runtime.logs import trace_headline
 from connect_runtime.plugins import connector_version
 from connect_runtime.protocol.states import State, TargetState
@@ -59,8 +59,9 @@ WAITING_NOTE_AFTER_S = 10.0
 REQUEST_TIMEOUT_S = 90.0
 
 
-class OwnershipError(RuntimeError):
-    """A thread other than the reconciler's touched the reconcile state."""
+class OwnershipError(ConnectError):
+    """A thread other than the reconciler's touched the reconcile state: a bug in
+    the runtime (a code path that should have sent the thread a message)."""
 
 
 @dataclass

@@ -17,6 +17,7 @@ import functools
 import importlib.util
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -145,10 +146,24 @@ class Kube:
                 check=False).stdout
         return out
 
-    def service_url(self, namespace: str, name: str, scheme: str = "http") -> str:
-        """The Service's cluster IP, reached from the host through kube-proxy."""
+    def service_url(self, namespace: str, name: str, scheme: str = "http",
+                    timeout: float = 60) -> str:
+        """The Service's cluster IP, reached from the host through kube-proxy, once
+        it takes connections: a pod is Ready before kube-proxy has programmed the
+        Service's new endpoints, and until then it rejects connections (refused)."""
         spec = self.get("service", "-n", namespace, name)["spec"]
-        return f"{scheme}://{spec['clusterIP']}:{spec['ports'][0]['port']}"
+        host, port = spec["clusterIP"], int(spec["ports"][0]["port"])
+
+        def connects() -> bool:
+            try:
+                socket.create_connection((host, port), timeout=2).close()
+                return True
+            except OSError:
+                return False
+
+        wait_for(connects, timeout, f"Service {namespace}/{name} ({host}:{port}) taking "
+                 "connections", interval=0.5)
+        return f"{scheme}://{host}:{port}"
 
     def container_pid(self, namespace: str, pod: str, container: str = "worker") -> int:
         """The host pid of a container's first process (tini), from the CRI."""

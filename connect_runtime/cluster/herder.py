@@ -151,9 +151,7 @@ class DistributedHerder:
             self._stopped = True
         self._leadership.resign(self.config.get("group.instance.id"))
         self._stopping.set()
-        # A pass in progress, then the graceful stop of every task, then the instances.
-        graceful_s = float(self.config["task.shutdown.graceful.timeout.ms"]) / 1000
-        self._reconciler.stop(timeout_s=graceful_s * 3 + 60)
+        self._reconciler.stop()
         self.registry.stop()
         self._active_topics.stop()
 

@@ -21,14 +21,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from connect_runtime.cluster.herder_api import HERDER_LOGGER
+from connect_runtime.cluster.herder_reads import READ_TIMEOUT_S
 from connect_runtime.cluster.metrics import WorkerCounters
 from connect_runtime.cluster.spark_runner import SparkTaskRunner
 from connect_runtime.storage.config_store import ConfigStore
 
 # The leadership lines are the herder's lifecycle events (docs/operations.md).
 log = logging.getLogger(HERDER_LOGGER)
-
-READ_TIMEOUT_S = 60.0
 
 
 @dataclass(frozen=True)

@@ -205,8 +205,12 @@ class Reconciler:
         it to step the thread deterministically)."""
         self._ask(_Pass())
 
-    def stop(self, timeout_s: float) -> None:
-        """Stop the thread; it stops every task and connector instance first."""
+    def stop(self, timeout_s: float | None = None) -> None:
+        """Stop the thread; it stops every task and connector instance first.
+        By default waits for a pass in progress, the graceful stop of every task,
+        then the instances."""
+        if timeout_s is None:
+            timeout_s = self._graceful_s() * 3 + 60
         self._queue.put((_Stop(), None))
         self._thread.join(timeout=timeout_s)
         if self._thread.is_alive():

@@ -13,11 +13,14 @@ run before anything is written to the config topic. It
 3. adds, per alias of ``transforms`` and ``predicates``, the keys of that
    transformation or predicate (``connect_runtime.transforms.validation``, like
    Connect's ``ConnectorConfig.enrich``);
-4. validates the connector's own keys with ``connector.validate(config)``;
+4. validates the connector's own keys with ``connector.validate(config)`` (run
+   before step 2's checks: a message the connector puts on
+   ``exactly.once.support`` replaces Connect's generic answer to UNSUPPORTED);
 5. merges them like Connect's AbstractHerder: framework keys first, then the
    transforms' and predicates', a connector key with the same name replaces the
    definition in place, and values that match no definition come first with a
-   null definition.
+   null definition. Errors a connector reports on a framework key it does not
+   define are added to that key (its value and recommended values stay).
 
 Config providers (``connect_runtime.security.providers``): steps 1-5 see the
 config with its ``${provider:path:key}`` variables resolved, as Connect's
@@ -122,12 +125,14 @@ def _unexpected(e: Exception) -> str:
 
 def _check_exactly_once(
     connector: SourceConnector, config: dict[str, str], value: ConfigValue, worker_eos: str,
-    redactor: Redactor,
+    redactor: Redactor, explained: bool,
 ) -> None:
     """KIP-618: ``exactly.once.support=required`` needs worker EOS and a SUPPORTED connector.
 
     The connector is only asked when the worker has EOS enabled: KIP-618 lets
-    ``exactly_once_support`` assume that it is.
+    ``exactly_once_support`` assume that it is. ``explained``: the connector's
+    ``validate`` put its own message on ``exactly.once.support``; that says why
+    better than Connect's generic answer to UNSUPPORTED, which is then left out.
     """
     if value.errors or ExactlyOnceSupportLevel.parse(value.value) is not (
         ExactlyOnceSupportLevel.REQUIRED
@@ -154,6 +159,8 @@ def _check_exactly_once(
             "connector's documentation; if it does deliver exactly once, set "
             f'{EXACTLY_ONCE_SUPPORT_CONFIG} to "requested" to skip this check.')
     elif support is ExactlyOnceSupport.UNSUPPORTED:
+        if explained:
+            return
         value.add_error_message(
             "The connector does not support exactly-once delivery with this configuration.")
     else:
@@ -282,6 +289,24 @@ def _connector_own(
     return config_def, list(result.config_values)
 
 
+def _fold_framework_reports(own_def: ConfigDef, own_values: list[ConfigValue],
+                            framework: dict[str, ConfigValue]) -> list[ConfigValue]:
+    """``own_values`` without those on framework keys the connector does not define:
+    their errors join the framework's value for that key, whose value and
+    recommendations stand (a connector reporting on ``exactly.once.support`` creates
+    a bare ConfigValue, which would otherwise replace them)."""
+    kept = []
+    for value in own_values:
+        target = framework.get(value.name) if value.name not in own_def.config_keys else None
+        if target is None:
+            kept.append(value)
+            continue
+        for message in value.errors:
+            if message not in target.errors:
+                target.add_error_message(message)
+    return kept
+
+
 def _merge_values(first: ConfigValue, second: ConfigValue) -> ConfigValue:
     """The connector's value wins, but no framework error is lost."""
     errors = first.errors + [e for e in second.errors if e not in first.errors]
@@ -385,14 +410,16 @@ def _validate_resolved(
     _check_framework_values(framework_def, framework, config, plugin_classes)
     for key in _CONVERTER_KEYS:
         framework[key].recommended_values = list(_CONVERTER_CHOICES[key])
-    _check_exactly_once(connector, config, framework[EXACTLY_ONCE_SUPPORT_CONFIG],
-                        worker_eos_support, redactor)
-    _check_transaction_boundary(connector, config, framework[TRANSACTION_BOUNDARY_CONFIG],
-                                redactor)
-
-    plugins = validate_plugins(config)
     own_def, own_values = _connector_own(connector, config, framework[CONNECTOR_CLASS_CONFIG],
                                          redactor)
+    explained = any(v.errors for v in own_values if v.name == EXACTLY_ONCE_SUPPORT_CONFIG)
+    _check_exactly_once(connector, config, framework[EXACTLY_ONCE_SUPPORT_CONFIG],
+                        worker_eos_support, redactor, explained)
+    _check_transaction_boundary(connector, config, framework[TRANSACTION_BOUNDARY_CONFIG],
+                                redactor)
+    own_values = _fold_framework_reports(own_def, own_values, framework)
+
+    plugins = validate_plugins(config)
     keys = dict(framework_def.config_keys)
     keys.update(plugins.keys)
     keys.update(own_def.config_keys)

@@ -50,6 +50,9 @@ Modes and exactly-once (``SqlSourceConnector.exactly_once_support``)
     * ``bulk``: the whole table every ``poll.interval.ms``. UNSUPPORTED: a
       snapshot has no position to resume from, so a restart reads it again.
 
+    With ``exactly.once.support=required``, ``validate`` says on that key why
+    the mode cannot be exactly once and what to set (``config.exactly_once_obstacle``).
+
 Late rows (``timestamp.delay.interval.ms``)
     ``end`` is the database's clock (``dialect.py``) minus the delay: a row is
     read only once its timestamp is older than that, leaving transactions that

@@ -8,7 +8,8 @@ and columns is ``validation.py``'s job.
 
 ``connection.url`` is a SQLAlchemy URL. The two JDBC forms most users arrive
 with are rewritten (``jdbc:sqlite:<path>``, ``jdbc:postgresql://host/db?user=..``);
-any other ``jdbc:`` URL is refused with a message saying what to write instead.
+any other ``jdbc:`` URL, and a dialect alias SQLAlchemy refuses (``postgres://``),
+is refused with a message saying what to write instead.
 ``connection.user`` / ``connection.password`` override the URL's credentials;
 the password is a PASSWORD key: never rendered, never logged
 (:func:`safe_url` is how a URL is shown).
@@ -53,6 +54,7 @@ BATCH_MAX_ROWS = "batch.max.rows"
 TIMESTAMP_DELAY_MS = "timestamp.delay.interval.ms"
 TABLE_POLL_INTERVAL_MS = "table.poll.interval.ms"
 TRANSACTION_BOUNDARY = "transaction.boundary"  # the framework's key; read for EOS support
+EXACTLY_ONCE_SUPPORT = "exactly.once.support"  # the framework's key; validate explains a "no"
 
 TASK_TABLES = "sql.task.tables"  # task configs only: JSON list of the task's tables
 
@@ -123,6 +125,27 @@ CONFIG_DEF = (
     .define(TABLE_POLL_INTERVAL_MS, Type.LONG, 60000, Range.at_least(1), Importance.LOW,
             "How often the connector looks for new or dropped tables.")
 )
+
+def exactly_once_obstacle(mode: Mode, boundary: str) -> str | None:
+    """Why ``mode`` cannot deliver exactly once under ``transaction.boundary`` =
+    ``boundary`` (its trimmed, lower-cased value; empty for the default), or None
+    if it can. The one rule behind ``exactly_once_support`` and validate's message
+    on ``exactly.once.support``."""
+    if mode is Mode.BULK:
+        return ("mode=bulk reads whole tables again after a restart (and every "
+                "poll.interval.ms), so it can never be exactly once; use incrementing, "
+                "timestamp+incrementing, or timestamp with transaction.boundary=connector, "
+                "or set exactly.once.support=requested")
+    if mode is Mode.TIMESTAMP and boundary != "connector":
+        boundary = boundary or "poll"
+        return (f"mode=timestamp is exactly once only with transaction.boundary=connector, "
+                f"not {boundary}: rows sharing a timestamp must be committed in one "
+                "transaction and only the task knows where such a group ends (with "
+                f"{boundary} a restart may deliver some of them again); set "
+                "transaction.boundary=connector, or exactly.once.support=requested to accept "
+                "at-least-once delivery")
+    return None
+
 
 _TASK_CONFIG_DEF = ConfigDef().define(
     TASK_TABLES, Type.STRING, "[]", documentation="JSON list of this task's tables.")
@@ -233,6 +256,7 @@ def database_url(raw: str, user: str | None, password: str | None) -> URL:
             "Not a SQLAlchemy database URL; write e.g. sqlite:////path/to/app.db or "
             "postgresql+psycopg://user@host:5432/db", name=CONNECTION_URL,
             value=_redacted(raw)) from None
+    _refuse_alias(url)
     if url.drivername == "postgresql" and not _installed("psycopg2") and _installed("psycopg"):
         url = url.set(drivername="postgresql+psycopg")  # SQLAlchemy's default is psycopg2
     if user:
@@ -246,6 +270,32 @@ def database_url(raw: str, user: str | None, password: str | None) -> URL:
                               "install the database's driver package", name=CONNECTION_URL,
                               value=safe_url(url)) from None
     return url
+
+
+# Dialect names SQLAlchemy does not know that users arrive with: name -> (SQLAlchemy's
+# name, the database). "postgres" is what libpq, psql and many hosting providers'
+# DATABASE_URL write; SQLAlchemy accepted it until 1.4 removed it, and now answers
+# "Can't load plugin", which reads like a missing driver.
+_DIALECT_ALIASES = {"postgres": ("postgresql", "PostgreSQL")}
+
+
+def _refuse_alias(url: URL) -> None:
+    """Raise ConfigException on ``connection.url`` naming the URL to write, if ``url``
+    uses a known alias of a dialect name (see ``_DIALECT_ALIASES``).
+
+    Refused rather than rewritten: the config then holds a URL that SQLAlchemy, its
+    documentation and every other tool agree on (JDBC URLs are rewritten instead,
+    because they arrive with configs written for Confluent's connector).
+    """
+    dialect, plus, driver = url.drivername.partition("+")
+    alias = _DIALECT_ALIASES.get(dialect.lower())
+    if alias is None:
+        return
+    name, database = alias
+    fixed = url.set(drivername=f"{name}{plus}{driver}")
+    raise ConfigException(
+        f"{dialect!r} is not a SQLAlchemy dialect name; write {safe_url(fixed)} "
+        f"(SQLAlchemy's name for {database})", name=CONNECTION_URL, value=safe_url(url))
 
 
 def safe_url(url: URL) -> str:

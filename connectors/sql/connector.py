@@ -1,7 +1,9 @@
 """The connector: validates against the database, lists tables, hands them out, watches them.
 
 * ``validate`` adds to the key-by-key checks the checks between keys
-  (``config.cross_key_errors``) and, when those pass, the database's
+  (``config.cross_key_errors``), why the mode cannot be exactly once when
+  ``exactly.once.support=required`` (``config.exactly_once_obstacle``, on that
+  framework key) and, when the keys are right, the database's
   (``validation.check_database``): each error on the key to change.
 * ``start`` lists the selected tables once (a database it cannot reach fails
   the connector, saying which URL, password masked) and starts a
@@ -36,11 +38,13 @@ from connect_runtime import (
 from .config import (
     CONFIG_DEF,
     CONNECTION_URL,
+    EXACTLY_ONCE_SUPPORT,
     MODE,
     TRANSACTION_BOUNDARY,
     Mode,
     SqlConfig,
     cross_key_errors,
+    exactly_once_obstacle,
     parse,
     safe_url,
     with_task_tables,
@@ -83,7 +87,15 @@ class SqlSourceConnector(SourceConnector):
         for key, messages in cross_key_errors(parsed).items():
             for message in messages:
                 report(key, message)
-        if any(v.errors for v in result.config_values):
+        keys_right = not any(v.errors for v in result.config_values)
+        if _required(config):
+            # On the framework's key, where the runtime shows it instead of its
+            # generic "does not support exactly-once"; independent of the database.
+            mode = _mode(config)
+            obstacle = None if mode is None else exactly_once_obstacle(mode, _boundary(config))
+            if obstacle is not None:
+                report(EXACTLY_ONCE_SUPPORT, obstacle)
+        if not keys_right:
             return result  # the database checks need every key right
         try:
             sql = parse(config)
@@ -136,11 +148,9 @@ class SqlSourceConnector(SourceConnector):
         together; see ``progress.py``). UNSUPPORTED for bulk: a snapshot has no
         position, so re-reading after a restart duplicates rows."""
         mode = _mode(config)
-        if mode in (Mode.INCREMENTING, Mode.TIMESTAMP_INCREMENTING):
-            return ExactlyOnceSupport.SUPPORTED
-        if mode is Mode.TIMESTAMP and _connector_boundaries(config):
-            return ExactlyOnceSupport.SUPPORTED
-        return ExactlyOnceSupport.UNSUPPORTED
+        if mode is None or exactly_once_obstacle(mode, _boundary(config)) is not None:
+            return ExactlyOnceSupport.UNSUPPORTED
+        return ExactlyOnceSupport.SUPPORTED
 
     def can_define_transaction_boundaries(
         self, config: dict[str, str]
@@ -169,6 +179,10 @@ def _mode(config: dict[str, str]) -> Mode | None:
         return None
 
 
-def _connector_boundaries(config: dict[str, str]) -> bool:
-    return (config.get(TRANSACTION_BOUNDARY) or "").strip().lower() == "connector"
+def _boundary(config: dict[str, str]) -> str:
+    return (config.get(TRANSACTION_BOUNDARY) or "").strip().lower()
+
+
+def _required(config: dict[str, str]) -> bool:
+    return (config.get(EXACTLY_ONCE_SUPPORT) or "").strip().lower() == "required"
 

@@ -301,6 +301,32 @@ def test_required_eos_with_unsupported_connector_fails_on_that_key() -> None:
     assert "does not support exactly-once" in errors(infos)["exactly.once.support"][0]
 
 
+class Explaining(Tiny):
+    """UNSUPPORTED, saying why on ``exactly.once.support`` from its own validate."""
+
+    eos = ExactlyOnceSupport.UNSUPPORTED
+
+    def validate(self, config: dict[str, str]) -> Config:
+        result = super().validate(config)
+        result.config_values.append(ConfigValue("exactly.once.support",
+                                                errors=["set tiny.level=3"]))
+        return result
+
+
+@pytest.mark.parametrize(("worker_eos", "before"), [
+    ("enabled", []), ("disabled", ["does not have exactly-once source support enabled"])])
+def test_a_connectors_own_reason_replaces_the_generic_unsupported_message(
+        worker_eos: str, before: list[str]) -> None:
+    infos = validate_connector_config(Explaining(), {**BASE, "exactly.once.support": "required"},
+                                      worker_eos)
+    *framework, reason = errors(infos)["exactly.once.support"]
+    assert reason == "set tiny.level=3"  # and never the generic "does not support"
+    assert len(framework) == len(before)
+    assert all(words in message for words, message in zip(before, framework, strict=True))
+    [shown] = [v for _, v in infos.configs if v.name == "exactly.once.support"]
+    assert shown.value == "required"  # the framework's value, not the connector's bare one
+
+
 def test_required_eos_with_undecided_connector_points_at_docs_and_requested() -> None:
     infos = validate_connector_config(tiny(eos=None),
                                       {**BASE, "exactly.once.support": "required"}, "enabled")

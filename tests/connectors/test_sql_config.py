@@ -90,6 +90,19 @@ def test_bad_urls_are_refused_on_connection_url_without_the_password(url: str) -
         assert "SQLAlchemy URL" in str(raised.value)
 
 
+@pytest.mark.parametrize(("url", "fix"), [
+    ("postgres://alice:s3cret@h:5432/shop", "postgresql://alice:***@h:5432/shop"),
+    ("postgres+psycopg://h/shop?sslmode=require", "postgresql+psycopg://h/shop?sslmode=require"),
+    ("POSTGRES://h/shop", "postgresql://h/shop"),
+])
+def test_the_postgres_alias_is_refused_naming_postgresql(url: str, fix: str) -> None:
+    with pytest.raises(ConfigException) as raised:
+        database_url(url, None, None)
+    assert raised.value.name == "connection.url"
+    assert f"write {fix} (SQLAlchemy's name for PostgreSQL)" in str(raised.value)
+    assert "s3cret" not in str(raised.value) and "driver package" not in str(raised.value)
+
+
 def test_a_password_in_the_url_is_masked_in_errors() -> None:
     with pytest.raises(ConfigException) as raised:
         database_url("nosuchdb://u:s3cret@h/db", None, None)

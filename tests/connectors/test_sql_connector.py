@@ -111,6 +111,47 @@ def test_a_url_that_is_not_sqlalchemys_is_reported_on_the_url(url: str) -> None:
     assert list(found) == ["connection.url"] and "SQLAlchemy" in found["connection.url"][0]
 
 
+@pytest.mark.parametrize(("mode", "boundary", "words"), [
+    ("timestamp", None, "mode=timestamp is exactly once only with "
+     "transaction.boundary=connector"),
+    ("timestamp", "poll", "set transaction.boundary=connector"),
+    ("timestamp", "interval", "set transaction.boundary=connector"),
+    ("bulk", None, "mode=bulk reads whole tables again"),
+])
+def test_exactly_once_required_where_the_mode_cannot_says_why_on_its_key(
+        sqlite_database: Database, mode: str, boundary: str | None, words: str) -> None:
+    orders(sqlite_database)
+    extra = {"exactly.once.support": "required", "mode": mode}
+    if boundary is not None:
+        extra["transaction.boundary"] = boundary
+    found = errors({**connector_config(sqlite_database), **extra})
+    assert list(found) == ["exactly.once.support"]
+    [message] = found["exactly.once.support"]  # the connector's reason, not Connect's generic one
+    assert words in message
+
+
+def test_exactly_once_required_in_timestamp_mode_with_the_connector_boundary_is_valid(
+        sqlite_database: Database) -> None:
+    orders(sqlite_database)
+    config = {**connector_config(sqlite_database), "mode": "timestamp",
+              "exactly.once.support": "required", "transaction.boundary": "connector"}
+    assert errors(config) == {}
+    assert errors({**config, "exactly.once.support": "requested",
+                   "transaction.boundary": "poll"}) == {}  # at-least-once was asked for
+
+
+def test_a_worker_without_exactly_once_is_reported_with_the_connectors_reason(
+        sqlite_database: Database) -> None:
+    orders(sqlite_database)
+    config = {**connector_config(sqlite_database), "mode": "timestamp",
+              "exactly.once.support": "required"}
+    infos = validate_connector_config(SqlSourceConnector(), config, "disabled")
+    found = {value.name: value.errors for _, value in infos.configs if value.errors}
+    worker, reason = found["exactly.once.support"]
+    assert "exactly.once.source.support=disabled" in worker
+    assert "transaction.boundary=connector" in reason
+
+
 def test_two_tables_sharing_a_topic_are_refused(postgres_database: Database) -> None:
     db = postgres_database
     db.execute("CREATE SCHEMA sales")

@@ -37,11 +37,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import shutil
 import signal
 import socket
 import ssl
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -68,6 +66,7 @@ from connect_runtime.rest.starting import StartupGate
 from connect_runtime.storage.config_store import ConfigStore
 from connect_runtime.storage.offsets.store import OffsetStore
 from connect_runtime.storage.status_store import StatusStore
+from connect_runtime.tempdirs import WorkerTempRoot, sweep_stale_roots
 
 log = logging.getLogger(__name__)
 
@@ -181,8 +180,9 @@ class _Stores:
 
 
 class Worker:
-    """One worker's parts. Plugins and the Spark runner live as long as the
-    process; the Kafka side (admin client, stores, group membership, herder) is
+    """One worker's parts. Its temporary files (:mod:`connect_runtime.tempdirs`:
+    staged plugins, the Spark driver's temp dir), plugins and the Spark runner
+    live as long as the process; the Kafka side (admin client, stores, group membership, herder) is
     built by each :meth:`start` attempt and released by an attempt that fails.
 
     Ownership: the thread running :meth:`start` until it returns; after that,
@@ -198,13 +198,22 @@ class Worker:
             log.warning("exactly.once.source.support=%s: tasks run at-least-once (no "
                         "transactions, no zombie fencing); duplicates are possible",
                         config.eos_support)
-        # plugin.path: importable here, and one zip per plugin shipped to the executors.
-        self._plugin_staging = tempfile.mkdtemp(prefix="connect-plugins-")
-        plugin_path = PluginPath.load(config["plugin.path"], self._plugin_staging)
-        register_plugin_modules(plugin_path.modules, searched=config["plugin.path"])
-        self.runner = SparkTaskRunner(config.spark_settings(), f"connect-runtime-{config.group_id}",
-                                      on_job_failed=self._on_job_failed,
-                                      py_files=plugin_path.archives)
+        # A killed worker could not remove its temporary files; a start is when
+        # someone is sure to come by and check whose owner is gone.
+        sweep_stale_roots()
+        self._temp = WorkerTempRoot.create()
+        try:
+            # plugin.path: importable here, and one zip per plugin shipped to the executors.
+            plugin_path = PluginPath.load(config["plugin.path"], self._temp.plugins)
+            register_plugin_modules(plugin_path.modules, searched=config["plugin.path"])
+            self.runner = SparkTaskRunner(config.spark_settings(),
+                                          f"connect-runtime-{config.group_id}",
+                                          on_job_failed=self._on_job_failed,
+                                          py_files=plugin_path.archives,
+                                          driver_tmpdir=self._temp.spark)
+        except BaseException:
+            self._temp.remove()
+            raise
         self._stores: _Stores | None = None
         self.herder: DistributedHerder | None = None
         self.membership: GroupMembership | None = None
@@ -337,7 +346,8 @@ class Worker:
         self.runner.shutdown()
         if self._stores is not None:
             self._stores.stop()
-        shutil.rmtree(self._plugin_staging, ignore_errors=True)
+        # After Spark: the driver JVM kept its files under the root until its stop.
+        self._temp.remove()
 
 
 def _cluster_id(admin: AdminClient) -> str:

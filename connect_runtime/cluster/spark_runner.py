@@ -64,9 +64,13 @@ class SparkTaskRunner:
 
     def __init__(self, settings: SparkSettings, app_name: str,
                  on_job_failed: JobFailureListener,
-                 py_files: Sequence[str | Path] = ()) -> None:
+                 py_files: Sequence[str | Path] = (),
+                 driver_tmpdir: Path | None = None) -> None:
+        """``driver_tmpdir``: the driver JVM's java.io.tmpdir (the worker's own
+        temporary root, which it removes; see :func:`driver_conf`)."""
         self._settings = settings
         self._py_files = list(py_files)  # plugin.path zips, shipped with addPyFile
+        self._driver_tmpdir = driver_tmpdir
         self._app_name = app_name
         self._on_job_failed = on_job_failed
         self._session: Any = None
@@ -101,7 +105,8 @@ class SparkTaskRunner:
             from pyspark.sql import SparkSession
 
             builder = SparkSession.builder.appName(self._app_name)
-            for key, value in driver_conf(self._settings.conf).items():
+            for key, value in driver_conf(self._settings.conf,
+                                          self._driver_tmpdir).items():
                 builder = builder.config(key, value)
             self._session = builder.getOrCreate()
             sc = self._session.sparkContext
@@ -236,13 +241,21 @@ class SparkTaskRunner:
 DRIVER_LOG4J2 = Path(__file__).resolve().with_name("spark-driver-log4j2.properties")
 
 
-def driver_conf(conf: Mapping[str, str]) -> dict[str, str]:
-    """``conf`` with the driver JVM's log configuration (DRIVER_LOG4J2) ahead
-    of any ``spark.driver.extraJavaOptions`` given: a -Dlog4j2.configurationFile
-    there comes later on the JVM's command line, and wins."""
+def driver_conf(conf: Mapping[str, str], tmpdir: Path | None = None) -> dict[str, str]:
+    """``conf`` with the driver JVM's log configuration (DRIVER_LOG4J2) and, if
+    given, its ``java.io.tmpdir`` ahead of any ``spark.driver.extraJavaOptions``
+    given: a -D of the same name there comes later on the JVM's command line,
+    and wins.
+
+    ``java.io.tmpdir`` is where Spark puts the driver's ``spark-*`` and
+    ``blockmgr-*`` directories unless ``spark.local.dir`` (or
+    ``SPARK_LOCAL_DIRS``) says otherwise; only the driver's option is set, so
+    executors of a cluster master keep their own."""
     given = conf.get("spark.driver.extraJavaOptions", "")
-    return {**conf, "spark.driver.extraJavaOptions":
-            f'-Dlog4j2.configurationFile="{DRIVER_LOG4J2}" {given}'.strip()}
+    ours = f'-Dlog4j2.configurationFile="{DRIVER_LOG4J2}"'
+    if tmpdir is not None:
+        ours += f' -Djava.io.tmpdir="{tmpdir}"'
+    return {**conf, "spark.driver.extraJavaOptions": f"{ours} {given}".strip()}
 
 
 # Guards the check-then-add of _define_pool: jobs start on threads of their own.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+from pathlib import Path
 
 import pytest
 
@@ -69,3 +70,15 @@ def test_the_drivers_log_configuration_comes_before_the_users_java_options() -> 
     given = "-Dlog4j2.configurationFile=/etc/mine.properties -Xss4m"
     assert driver_conf({"spark.driver.extraJavaOptions": given}) == {
         "spark.driver.extraJavaOptions": f"{ours} {given}"}
+
+
+def test_the_drivers_temp_dir_is_the_workers_unless_the_user_sets_one(tmp_path: Path) -> None:
+    """Spark's spark-* and blockmgr-* go to java.io.tmpdir when spark.local.dir is
+    unset; a -Djava.io.tmpdir of the user's comes later and wins."""
+    log4j = f'-Dlog4j2.configurationFile="{DRIVER_LOG4J2}"'
+    ours = f'{log4j} -Djava.io.tmpdir="{tmp_path}"'
+    assert driver_conf({}, tmp_path) == {"spark.driver.extraJavaOptions": ours}
+    given = "-Djava.io.tmpdir=/var/tmp/mine"
+    assert driver_conf({"spark.driver.extraJavaOptions": given, "spark.local.dir": "/data"},
+                       tmp_path) == {"spark.driver.extraJavaOptions": f"{ours} {given}",
+                                     "spark.local.dir": "/data"}

@@ -31,7 +31,7 @@ LAYERS: list[set[str]] = [
     {"cluster"},  # control plane (driver)
     {"task"},  # data plane (executors)
     {"protocol", "storage"},
-    {"kafka", "plugins", "plugin_path", "logs", "tempdirs"},
+    {"kafka", "plugins", "plugin_path", "logs", "log_levels", "tempdirs"},
     {"config"},  # parses and validates; calls security/ for every file or secret it needs
     {"security"},  # TLS, stores, JAAS, secrets: both planes import it, it imports neither
     {"java_properties"},  # the .properties text format config/ and security/ both read

@@ -1,18 +1,32 @@
-"""The worker's log formats (connect_runtime.logs), and the lifecycle events the
-code logs staying the ones docs/operations.md lists."""
+"""The worker's log formats (connect_runtime.logs) with the connector and task
+context, and the lifecycle events the code logs staying the ones
+docs/operations.md lists."""
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import re
 import sys
+import threading
 from pathlib import Path
 
 import pytest
 
 from connect_runtime.errors import ConfigException
-from connect_runtime.logs import JsonLinesFormatter, log_format, trace_headline
+from connect_runtime.logs import (
+    TEXT_FORMAT,
+    ContextFilter,
+    JsonLinesFormatter,
+    LogContext,
+    current_log_context,
+    log_context,
+    log_format,
+    process_log_context,
+    process_log_format,
+    trace_headline,
+)
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -96,3 +110,83 @@ def test_every_event_the_code_logs_is_documented_and_every_documented_one_is_log
     logs = (REPO / "docs" / "operations.md").read_text().split("\n## Logs\n", 1)[1]
     documented = set(re.findall(r"^\| `(\w+)` \|", logs.split("\n## ", 1)[0], re.MULTILINE))
     assert logged == documented
+
+
+# ------------------------------------------------------- connector and task context
+
+
+def handled(log_format: str, message: str = "polled %d", *args: object,
+            **extra: object) -> str:
+    """``message`` formatted as the handler configure_logging installs would write it."""
+    handler = logging.StreamHandler(io.StringIO())
+    handler.setFormatter(JsonLinesFormatter() if log_format == "json"
+                         else logging.Formatter(TEXT_FORMAT, defaults={"connector_context": ""}))
+    handler.addFilter(ContextFilter())
+    logger = logging.Logger("my_connector.task")  # not in the process's hierarchy
+    logger.addHandler(handler)
+    logger.warning(message, *args or (3,), extra=extra or None)
+    stream = handler.stream
+    assert isinstance(stream, io.StringIO)
+    return stream.getvalue().rstrip("\n")
+
+
+def test_a_task_line_carries_connects_prefix_in_text_and_fields_in_json() -> None:
+    with log_context(LogContext("orders", 2)):
+        text, line = handled("text"), json.loads(handled("json"))
+    assert re.fullmatch(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}\] WARNING "
+                        r"\[orders\|task-2\] polled 3 \(my_connector\.task\)", text), text
+    assert (line["level"], line["logger"], line["message"]) == (
+        "WARNING", "my_connector.task", "polled 3")
+    assert (line["connector"], line["task"]) == ("orders", 2)
+
+
+def test_a_connector_line_on_the_worker_says_worker_and_has_no_task() -> None:
+    with log_context(LogContext("orders")):
+        text, line = handled("text"), json.loads(handled("json"))
+    assert "WARNING [orders|worker] polled 3 (my_connector.task)" in text
+    assert line["connector"] == "orders" and "task" not in line
+
+
+def test_without_a_context_a_line_is_as_before() -> None:
+    assert re.fullmatch(r"\[[\d:, -]+\] WARNING polled 3 \(my_connector\.task\)",
+                        handled("text"))
+    assert "connector" not in json.loads(handled("json"))
+
+
+def test_a_lifecycle_lines_own_fields_win_over_the_context() -> None:
+    with log_context(LogContext("orders", 0)):
+        line = json.loads(handled("json", "task %s started", "other-1",
+                                  connector="other", task=1))
+    assert (line["connector"], line["task"]) == ("other", 1)
+
+
+def test_a_threads_context_stays_on_that_thread_and_a_process_one_reaches_all() -> None:
+    seen: list[LogContext | None] = []
+
+    def other_thread() -> None:
+        seen.append(current_log_context())
+    with log_context(LogContext("orders")):
+        thread = threading.Thread(target=other_thread)
+        thread.start()
+        thread.join()
+        assert current_log_context() == LogContext("orders")
+    with process_log_context(LogContext("orders", 1)):
+        thread = threading.Thread(target=other_thread)
+        thread.start()
+        thread.join()
+        with log_context(LogContext("inner")):  # a thread's own context wins
+            assert current_log_context() == LogContext("inner")
+    assert seen == [None, LogContext("orders", 1)]
+    assert current_log_context() is None
+
+
+def test_the_process_log_format_is_read_off_the_root_handlers() -> None:
+    root = logging.getLogger()
+    handler = logging.NullHandler()
+    handler.setFormatter(JsonLinesFormatter())
+    assert process_log_format() == "text"
+    root.addHandler(handler)
+    try:
+        assert process_log_format() == "json"
+    finally:
+        root.removeHandler(handler)

@@ -11,6 +11,11 @@ that hosts it; the task configs it returns are reverse-transformed
 (:func:`~connect_runtime.security.providers.reverse_transform`) before the herder
 writes them, and its traces and log lines are scrubbed of resolved and PASSWORD
 values.
+
+Lines logged while the host calls the instance (by the connector's code or by
+ours) carry the connector's log context, Kafka Connect's ``[orders|worker]``
+(:mod:`connect_runtime.logs`); the lifecycle lines logged around those calls
+do not, as in the text format's earlier versions.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from connect_runtime.api.connector import SourceConnector
 from connect_runtime.api.task import OffsetStorageReader
 from connect_runtime.config.connector_config import ConnectorConfig
 from connect_runtime.errors import ConnectorContractException
-from connect_runtime.logs import trace_headline
+from connect_runtime.logs import LogContext, log_context, trace_headline
 from connect_runtime.plugins import resolve_connector_class
 from connect_runtime.protocol.states import State
 from connect_runtime.security.providers import NO_PROVIDERS, ConfigResolver, reverse_transform
@@ -101,6 +106,7 @@ class HostedConnector:
         self.task_version: str | None = None
         # True after start and whenever the connector asks: task configs are due.
         self.reconfiguration_requested = True
+        self._log_context = LogContext(name)
 
     def start(self) -> None:
         """Resolve the config, instantiate and start; on error the state is FAILED
@@ -111,20 +117,22 @@ class HostedConnector:
             resolution.raise_for_errors()  # a secret removed since the config was accepted
             self._resolved = resolution.values
             cls = resolve_connector_class(self._resolved["connector.class"])
-            instance = cls()
-            self.password_keys = _password_keys(instance)
-            self.redactor.add_values(self.password_keys, self.config, self._resolved)
-            self.version = _ask_version(self.name, "connector", instance.version)
-            instance.initialize(_ConnectorContext(self))
-            instance.start(dict(self._resolved))
+            with log_context(self._log_context):
+                instance = cls()
+                self.password_keys = _password_keys(instance)
+                self.redactor.add_values(self.password_keys, self.config, self._resolved)
+                self.version = _ask_version(self.name, "connector", instance.version)
+                instance.initialize(_ConnectorContext(self))
+                instance.start(dict(self._resolved))
         except Exception as e:
             self.fail(e)
             return
         self.instance = instance
         self.state, self.trace = State.RUNNING, None
         self.reconfiguration_requested = True
-        self.task_version = _ask_version(self.name, "task",
-                                         lambda: instance.task_class()().version())
+        with log_context(self._log_context):
+            self.task_version = _ask_version(self.name, "task",
+                                             lambda: instance.task_class()().version())
         log.info("connector %s started (%s, version %s)", self.name,
                  self.config["connector.class"], self.version,
                  extra={"event": "connector_started", "connector": self.name})
@@ -144,8 +152,9 @@ class HostedConnector:
             return None
         try:
             max_tasks = ConnectorConfig(self._resolved).tasks_max
-            task_class = self.instance.task_class()
-            configs = self.instance.task_configs(max_tasks)
+            with log_context(self._log_context):
+                task_class = self.instance.task_class()
+                configs = self.instance.task_configs(max_tasks)
             if len(configs) > max_tasks:
                 raise ConnectorContractException(
                     f"task_configs({max_tasks}) returned {len(configs)} configs; "
@@ -172,7 +181,8 @@ class HostedConnector:
         if instance is None:
             return
         try:
-            instance.stop()
+            with log_context(self._log_context):
+                instance.stop()
         except Exception as e:
             self.redactor.log_exception(log, logging.WARNING, e, "connector %s: stop() raised",
                                         self.name)

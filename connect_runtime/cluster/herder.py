@@ -105,8 +105,11 @@ class DistributedHerder:
         auto_restarts = AutoRestarts()
         self._task_events = TaskEvents(config, config_store, status_store, auto_restarts,
                                        is_leader, self._stopping, lambda c: self.reads.resolved(c))
+        # This worker's loggers; the levels set here reach its slots' processes too.
+        self._loggers = LoggerLevels()
         self.registry = SlotRegistry(self._task_events.on_task_state,
                                      session_key=self.session_key_for_slots,
+                                     log_levels=self._loggers.settings,
                                      on_topics=self._on_task_topics,
                                      on_metrics=self.metrics.tasks.record)
         self._task_events.registry = self.registry
@@ -129,7 +132,6 @@ class DistributedHerder:
             rotate_session_key=self.writer.rotate_session_key,
             reset_active_topics_of_deleted=self._reset_active_topics_of_deleted),
             is_leader, self._leadership.lock)
-        self._loggers = LoggerLevels()
         self._fencer = _zombie_fencer(config, config_store, self.reads, self.writer)
         self._offsets = _offset_alteration(config, self.reads, offset_store, self._fencer)
 
@@ -355,6 +357,8 @@ class DistributedHerder:
 
     # ------------------------------------------ logger levels (KIP-495, KIP-976)
     # This worker's Python loggers; the rules are in connect_runtime.cluster.loggers.
+    # A setting also goes to the processes of the tasks this worker runs (all of
+    # them, on the leader): they apply it as this worker did (decision 59).
 
     def logger_levels(self) -> dict[str, LoggerLevel]:
         return self._loggers.all_levels()
@@ -363,7 +367,9 @@ class DistributedHerder:
         return self._loggers.level(name)
 
     def set_worker_logger_level(self, namespace: str, level: str) -> list[str]:
-        return self._loggers.set_level(namespace, level)
+        changed = self._loggers.set_level(namespace, level)
+        self.registry.push_all()
+        return changed
 
     def set_cluster_logger_level(self, namespace: str, level: str) -> None:
         """Leader only: see :meth:`ConfigWriter.set_cluster_logger_level`."""
@@ -376,6 +382,8 @@ class DistributedHerder:
         except NotFoundException:
             log.warning("Ignoring request to set invalid level '%s' for namespace %s",
                         level, namespace)
+            return
+        self.registry.push_all()
 
 
 def _zombie_fencer(config: WorkerConfig, config_store: ConfigStore, reads: HerderReads,

@@ -306,8 +306,9 @@ class Herder(Protocol):
         ...
 
     def set_worker_logger_level(self, namespace: str, level: str) -> list[str]:
-        """Set ``namespace`` and the loggers under it on this worker only; returns the
-        sorted names of the loggers whose level changed. NotFoundException
+        """Set ``namespace`` and the loggers under it on this worker only, and in the
+        processes of the tasks it runs (asynchronously: their slots apply it); returns
+        the sorted names of this worker's loggers whose level changed. NotFoundException
         ("invalid log level '<level>'.") if ``level`` is not a Connect level name."""
         ...
 

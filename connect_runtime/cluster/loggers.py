@@ -2,92 +2,46 @@
 
 :class:`LoggerLevels` is this worker's side of ``/admin/loggers``: it reads and
 sets the levels of the loggers in one :class:`logging.Manager` (the process's,
-unless a test hands it another) and remembers when this API last changed each.
+unless a test hands it another), remembers when this API last changed each, and
+keeps the list of settings made (:func:`~connect_runtime.log_levels.record_setting`)
+that the worker's task slots apply in their own processes.
 
-Levels: Connect's names (log4j2's) map to Python levels as below. A Python
-level between two of them reads as the next more severe name, i.e. the least
-severe Connect level the logger still emits (a logger at 15 emits INFO but not
-DEBUG, so it reads "INFO")::
-
-    Connect  Python
-    OFF      sys.maxsize (no record passes, whatever custom level it has)
-    FATAL    CRITICAL (50)
-    ERROR    ERROR (40)
-    WARN     WARNING (30)
-    INFO     INFO (20)
-    DEBUG    DEBUG (10)
-    TRACE    5
-    ALL      1 (not NOTSET, which means "inherit" in Python)
-
-Connect's rules, as Kafka Connect 4.1.1 applies them:
+Level names and the namespace rule are :mod:`connect_runtime.log_levels`' (the
+task processes apply them too). Connect's other rules, as Kafka Connect 4.1.1
+applies them:
 
 * The loggers that exist are the root logger, named "root", and every logger
   created in the manager (``PlaceHolder`` nodes are not loggers). A logger's
   level is its effective level. "root" and "" name the root logger, in any case.
 * Listing shows every existing logger, sorted by name, except those at OFF.
-* Setting a namespace sets, explicitly, the level of every existing logger whose
-  name *starts with* the namespace (a plain string prefix, so "a.b" also covers
-  "a.bc"), plus the namespace's own logger, created if missing. "root" sets
-  every logger. Loggers created later inherit through Python's hierarchy.
-* The answer names the loggers whose effective level changed, sorted; only those
-  get a new ``last_modified`` (ms since the epoch, the same for one call).
-  Connect 4.1.1 also reports OFF loggers set to OFF again (its listing hides
-  them, so it sees no old level); we report only real changes.
+* The answer to a setting names the loggers whose effective level changed,
+  sorted; only those get a new ``last_modified`` (ms since the epoch, the same
+  for one call). Connect 4.1.1 also reports OFF loggers set to OFF again (its
+  listing hides them, so it sees no old level); we report only real changes.
 """
 
 from __future__ import annotations
 
 import logging
-import sys
 import threading
 import time
 from collections.abc import Callable
 
 from connect_runtime.cluster.herder_api import LoggerLevel
-from connect_runtime.config.properties import java_trim
-from connect_runtime.errors import NotFoundException
+from connect_runtime.log_levels import (
+    LEVELS,
+    ROOT_LOGGER_NAME,
+    LevelSetting,
+    is_root,
+    level_name,
+    loggers_in_namespace,
+    parse_level,
+    record_setting,
+)
 
 log = logging.getLogger(__name__)
 
 __all__ = ["LEVELS", "ROOT_LOGGER_NAME", "LoggerLevels", "level_name", "parse_level"]
-
-ROOT_LOGGER_NAME = "root"
-# log4j2 calls the root logger ""; Connect accepts both names, in any case.
-_ROOT_NAMES = frozenset({ROOT_LOGGER_NAME, ""})
-
-# Most severe first; level_name() relies on that order.
-LEVELS: dict[str, int] = {
-    "OFF": sys.maxsize,
-    "FATAL": logging.CRITICAL,
-    "ERROR": logging.ERROR,
-    "WARN": logging.WARNING,
-    "INFO": logging.INFO,
-    "DEBUG": logging.DEBUG,
-    "TRACE": 5,
-    "ALL": 1,
-}
-
-def parse_level(text: str) -> str:
-    """Connect's name for the level ``text`` names; NotFoundException (Connect's
-    status and message) if it names none.
-
-    As log4j2's ``Level.toLevel``: surrounding blanks and case do not matter
-    ("  debug" is DEBUG); Python-only names ("WARNING", "CRITICAL") are not levels.
-    """
-    name = java_trim(text).upper()  # log4j2 trims level names as Java's String.trim
-    if name not in LEVELS:
-        raise NotFoundException(f"invalid log level '{text}'.")
-    return name
-
-
-def level_name(python_level: int) -> str:
-    """Connect's name for a Python level: the least severe Connect level it still emits."""
-    name = "OFF"
-    for candidate, value in LEVELS.items():
-        if value < python_level:
-            break
-        name = candidate
-    return name
 
 
 def _now_ms() -> int:
@@ -105,8 +59,10 @@ class LoggerLevels:
                  clock: Callable[[], int] = _now_ms) -> None:
         self._manager = manager if manager is not None else logging.Logger.manager
         self._clock = clock
-        self._last_modified: dict[str, int] = {}
         self._lock = threading.Lock()
+        # Guarded by _lock, with the levels of the manager's loggers they describe.
+        self._last_modified: dict[str, int] = {}
+        self._settings: tuple[LevelSetting, ...] = ()
 
     def level(self, name: str) -> LoggerLevel | None:
         """The level of the existing logger ``name``, or None if no such logger exists.
@@ -114,7 +70,7 @@ class LoggerLevels:
         Never creates a logger: asking about a typo must not leave one behind.
         """
         with self._lock:
-            if name.lower() in _ROOT_NAMES:
+            if is_root(name):
                 return self._level_of(self._manager.root)
             logger = self._existing().get(name)
             return None if logger is None else self._level_of(logger)
@@ -132,10 +88,10 @@ class LoggerLevels:
         ``level`` is any text :func:`parse_level` accepts; for anything else its
         NotFoundException propagates and nothing changes.
         """
-        name = parse_level(level)
-        target = LEVELS[name]
+        setting = LevelSetting.of(namespace, level)
+        name, target = setting.level, LEVELS[setting.level]
         with self._lock:
-            loggers = self._in_namespace(namespace)
+            loggers = loggers_in_namespace(self._manager, namespace)
             # Read every level before setting any: setting a parent first would
             # change the effective level its NOTSET children report.
             before = [(logger, logger.getEffectiveLevel()) for logger in loggers]
@@ -145,9 +101,17 @@ class LoggerLevels:
             now = self._clock()
             for changed_name in changed:
                 self._last_modified[changed_name] = now
+            # Recorded even when nothing changed here: a task process may differ.
+            self._settings = record_setting(self._settings, setting)
         if changed:
             log.info("Set level of namespace %s and children to %s: %s", namespace, name, changed)
         return changed
+
+    def settings(self) -> tuple[LevelSetting, ...]:
+        """The settings made so far, to replay in order in a task process (the
+        earlier ones of a namespace set again left out: :func:`record_setting`)."""
+        with self._lock:
+            return self._settings
 
     # ----- helpers, called with the lock held
 
@@ -156,15 +120,6 @@ class LoggerLevels:
         # live dict would then fail; dict.copy() runs without releasing the GIL.
         return {name: node for name, node in self._manager.loggerDict.copy().items()
                 if isinstance(node, logging.Logger)}
-
-    def _in_namespace(self, namespace: str) -> list[logging.Logger]:
-        existing = self._existing()
-        if namespace.lower() in _ROOT_NAMES:
-            return [self._manager.root, *existing.values()]
-        loggers = [logger for name, logger in existing.items() if name.startswith(namespace)]
-        if namespace not in existing:
-            loggers.append(self._manager.getLogger(namespace))
-        return loggers
 
     def _name(self, logger: logging.Logger) -> str:
         return ROOT_LOGGER_NAME if logger is self._manager.root else logger.name

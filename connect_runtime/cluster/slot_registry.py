@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from connect_runtime.log_levels import LevelSetting
 from connect_runtime.logs import trace_headline
 from connect_runtime.protocol.slot_channel import (
     LIVENESS_TIMEOUT_S,
@@ -146,20 +147,23 @@ class SlotRegistry:
 
     def __init__(self, on_state_change: StateListener, *,
                  session_key: Callable[[], SessionKeyAnswer] = lambda: (None, None),
+                 log_levels: Callable[[], tuple[LevelSetting, ...]] = lambda: (),
                  liveness_timeout_s: float = LIVENESS_TIMEOUT_S,
                  clock: Callable[[], float] = time.monotonic,
                  on_topics: TopicsListener | None = None,
                  on_metrics: MetricsListener | None = None) -> None:
         """``session_key`` gives what every answer says of the current session key:
         the key (base64) if the channels are TLS, else None, and its id
-        (:func:`~connect_runtime.protocol.signing.key_id`); it is read once per
-        batch of answers, not once per slot.
+        (:func:`~connect_runtime.protocol.signing.key_id`); ``log_levels`` the
+        logger levels the slots' processes apply (``/admin/loggers``). Both are
+        read once per batch of answers, not once per slot.
         ``on_topics`` and ``on_metrics`` hear what current slots say in
         :meth:`topics` and :meth:`metrics`."""
         self._on_state_change = on_state_change
         self._on_topics = on_topics
         self._on_metrics = on_metrics
         self._session_key = session_key
+        self._log_levels = log_levels
         self._timeout = liveness_timeout_s
         self._clock = clock
         self._lock = threading.Lock()
@@ -249,7 +253,8 @@ class SlotRegistry:
         self._deliver()
 
     def push_all(self) -> None:
-        """Send every connected slot its answer again (the session key rotated)."""
+        """Send every connected slot its answer again (the session key rotated, or
+        a logger level was set)."""
         with self._lock:
             pushes = [(ch.push, self._answer(self._slots[k])) for k, ch in self._channels.items()]
         self._send(pushes)
@@ -449,10 +454,14 @@ class SlotRegistry:
                 self._on_state_change(connector, task, state, trace)
 
     def _send(self, pushes: Sequence[tuple[Push, SlotAnswer | None]]) -> None:
-        """Send each answer with the current session key (looked up once: a pause
-        or a key rotation answers hundreds of slots at a time)."""
-        key, key_id = (self._session_key() if any(a is not None for _, a in pushes)
-                       else (None, None))
+        """Send each answer with the current session key and logger levels (looked
+        up once: a pause or a key rotation answers hundreds of slots at a time)."""
+        if not any(a is not None for _, a in pushes):
+            for push, _ in pushes:
+                push(None)
+            return
+        (key, key_id), levels = self._session_key(), self._log_levels()
         for push, answer in pushes:
             push(None if answer is None
-                 else dataclasses.replace(answer, session_key=key, session_key_id=key_id))
+                 else dataclasses.replace(answer, session_key=key, session_key_id=key_id,
+                                          log_levels=levels))

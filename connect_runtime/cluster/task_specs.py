@@ -6,6 +6,7 @@ import base64
 from collections.abc import Iterable, Mapping
 
 from connect_runtime.config.worker_config import WorkerConfig
+from connect_runtime.logs import process_log_format
 from connect_runtime.protocol.task_spec import TaskSpec
 from connect_runtime.storage.config_store import SessionKey
 
@@ -70,4 +71,5 @@ class TaskSpecBuilder:
             rest_tls=config.rest_tls.client() if config.rest_tls is not None else None,
             config_providers=config.config_providers,
             password_keys=tuple(sorted(password_keys)),
+            log_format=process_log_format(),
         )

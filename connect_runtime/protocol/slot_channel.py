@@ -15,9 +15,10 @@ holds one WebSocket to the worker that submitted it for as long as it runs::
                      task's metrics changed since the last one; an empty
                      frame (keepalive) when it sent nothing else for that long
     worker -> slot   a SlotAnswer (JSON) right after the hello, and again
-                     whenever the command, the restart counter or the session
-                     key changes (pushed: pause/stop/restart reach the slot in
-                     one network round trip, not a polling interval)
+                     whenever the command, the restart counter, the session
+                     key or the logger levels change (pushed: pause/stop/restart
+                     reach the slot in one network round trip, not a polling
+                     interval)
 
 Why a connection and not a request per heartbeat: the leader's cost. A signed
 HTTP heartbeat every 250 ms cost the worker about 0.75 ms of CPU each, 3 ms per
@@ -57,6 +58,7 @@ from urllib.parse import quote
 import orjson
 
 from connect_runtime.errors import BadRequestException
+from connect_runtime.log_levels import LEVELS, LevelSetting
 from connect_runtime.protocol.states import State
 
 __all__ = [
@@ -253,6 +255,11 @@ class SlotAnswer:
     None when the worker has none yet). The key itself (base64, ``session_key``)
     goes only over a TLS channel; over plain HTTP a slot whose key has another
     id reads the new one from the config topic, as workers do.
+
+    ``log_levels``: the levels set through the worker's ``/admin/loggers``, in
+    the order to apply them (:mod:`connect_runtime.log_levels`); the slot's
+    process applies them before its task starts and whenever they change. On
+    the wire, ``[namespace, level]`` pairs.
     """
 
     command: Command
@@ -260,6 +267,7 @@ class SlotAnswer:
     session_key: str | None = None
     restart_pending: bool = False
     session_key_id: str | None = None
+    log_levels: tuple[LevelSetting, ...] = ()
 
     @classmethod
     def stop(cls, restart_seq: int = 0) -> SlotAnswer:
@@ -269,7 +277,8 @@ class SlotAnswer:
         return orjson.dumps({"command": self.command.value, "restart_seq": self.restart_seq,
                              "session_key": self.session_key,
                              "restart_pending": self.restart_pending,
-                             "session_key_id": self.session_key_id})
+                             "session_key_id": self.session_key_id,
+                             "log_levels": [[s.namespace, s.level] for s in self.log_levels]})
 
     @classmethod
     def from_json(cls, body: bytes) -> SlotAnswer:
@@ -279,7 +288,18 @@ class SlotAnswer:
         return cls(_choice(m, what, "command", Command), _field(m, what, "restart_seq", int),
                    _field(m, what, "session_key", str, optional=True),
                    bool(_field(m, what, "restart_pending", bool, optional=True)),
-                   _field(m, what, "session_key_id", str, optional=True))
+                   _field(m, what, "session_key_id", str, optional=True),
+                   _log_levels(m, what))
+
+
+def _log_levels(message: dict[str, Any], what: str) -> tuple[LevelSetting, ...]:
+    pairs = _field(message, what, "log_levels", list, optional=True) or []
+    if not all(isinstance(p, list) and len(p) == 2 and isinstance(p[0], str)
+               and p[1] in LEVELS for p in pairs):
+        raise InvalidSlotMessage(
+            f"Invalid {what}: 'log_levels' must hold [namespace, level] pairs with a "
+            f"level among {', '.join(LEVELS)}, got {pairs!r}")
+    return tuple(LevelSetting(namespace, level) for namespace, level in pairs)
 
 
 # ----------------------------------------------------------- active topics (KIP-558)

@@ -75,6 +75,9 @@ class TaskSpec:
     config_providers: ConfigProviders = field(default_factory=ConfigProviders, repr=False)
     # The connector's PASSWORD keys, whose values the task's traces never show.
     password_keys: tuple[str, ...] = ()
+    # The worker's log format ("text" or "json", connect_runtime.logs): the task
+    # process logs in it too. Levels come later, in the slot's answers.
+    log_format: str = "text"
 
     @property
     def mode(self) -> TaskMode:

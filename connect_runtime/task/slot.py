@@ -17,6 +17,12 @@ A slot runs task instances one after another until the driver says stop:
 * The task loop follows ``exactly.once.source.support``: transactional when
   ``enabled``, at-least-once (Connect's regular source task) otherwise.
 
+Logging: the Spark Python worker running a slot logs to its stderr in the
+worker's format (``TaskSpec.log_format``), every line in the task's context
+(``[orders|task-0]``, :mod:`connect_runtime.logs`), at the levels the worker's
+``/admin/loggers`` set (applied from the slot's answers). With a local master
+that stderr is the worker's; on a cluster, the executor's log.
+
 Errors cross the process boundary as formatted text (the traceback string), so
 an exception that does not pickle still reaches the status topic intact. The
 text is scrubbed first: what config providers supplied and the connector's
@@ -31,6 +37,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, assert_never
 
 from connect_runtime.errors import StartupAbandoned
+from connect_runtime.logs import LogContext, configure_logging, process_log_context
 from connect_runtime.protocol.slot_channel import Command
 from connect_runtime.protocol.states import State
 from connect_runtime.protocol.task_spec import TaskMode
@@ -186,13 +193,20 @@ def run_slot(spec: TaskSpec, attempt: int) -> str:
 
 
 def slot_partition(index: int, specs: Iterator[TaskSpec]) -> Iterator[tuple[int, str]]:
-    """Spark ``mapPartitionsWithIndex`` entry point: one spec per partition."""
+    """Spark ``mapPartitionsWithIndex`` entry point: one spec per partition.
+
+    The process is a Spark Python worker, here for this slot alone: its logging is
+    set up as the worker's (a no-op in a reused process) and every line it logs
+    meanwhile, whichever thread logs it, is in the task's context."""
     from pyspark import TaskContext
 
     ctx = TaskContext.get()
     attempt = ctx.attemptNumber() if ctx is not None else 0
     for spec in specs:
-        yield spec.task, run_slot(spec, attempt)
+        configure_logging(spec.log_format)
+        with process_log_context(LogContext(spec.connector, spec.task)):
+            outcome = run_slot(spec, attempt)
+        yield spec.task, outcome
 
 
 def loop_for(mode: TaskMode) -> type[TaskLoop]:

@@ -8,7 +8,9 @@ when nothing else was sent for a keepalive interval, the task's metrics if they
 changed (:mod:`connect_runtime.task.metrics`) or else an empty keepalive; the
 *reader* applies what the worker
 pushes (run, pause, stop, restart, a new session key) to the running task
-loop's :class:`~connect_runtime.task.loop.LoopSignals`.
+loop's :class:`~connect_runtime.task.loop.LoopSignals`, and the logger levels
+set through the worker's ``/admin/loggers`` to this process's loggers (before
+the task starts: the slot waits for the first answer).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from websockets.exceptions import ConnectionClosed, InvalidHandshake
 from websockets.sync.client import ClientConnection, connect
 
+from connect_runtime.log_levels import LevelSetting, apply_settings
 from connect_runtime.protocol import signing
 from connect_runtime.protocol.slot_channel import (
     CLOSE_DONE,
@@ -97,6 +100,8 @@ class SlotControl:
         self._refreshing = False
         self._answered = False  # on the current connection
         self.changed = threading.Condition()
+        # The logger levels last applied to this process; guarded by ``changed``.
+        self._log_levels: tuple[LevelSetting, ...] = ()
         self._state_lock = threading.Lock()
         self._topics: set[str] = set()  # reported by the task loop, not yet sent
         # Set by the slot before its first task instance starts; sent by the writer.
@@ -270,6 +275,11 @@ class SlotControl:
 
     def _on_answer(self, answer: SlotAnswer) -> None:
         with self.changed:
+            if answer.log_levels != self._log_levels:
+                # The whole list each time: replayed in order, it gives each logger
+                # the level the worker's gave it (connect_runtime.log_levels).
+                apply_settings(answer.log_levels)
+                self._log_levels = answer.log_levels
             if self.restart_seq is None:
                 self.restart_pending = answer.restart_pending
             self.command = answer.command

@@ -13,6 +13,7 @@ import pytest
 from connect_runtime.cluster.herder_api import LoggerLevel
 from connect_runtime.cluster.loggers import LEVELS, LoggerLevels, level_name, parse_level
 from connect_runtime.errors import NotFoundException
+from connect_runtime.log_levels import LevelSetting
 
 
 class Clock:
@@ -211,3 +212,15 @@ def test_the_process_hierarchy_is_the_default() -> None:
     name = "connect_runtime.tests.loggers_default"
     logging.getLogger(name)
     assert LoggerLevels().level(name) is not None
+
+
+def test_every_setting_is_kept_for_the_task_processes_but_no_refused_one(
+    levels: LoggerLevels,
+) -> None:
+    assert levels.settings() == ()
+    levels.set_level("a", "DEBUG")
+    levels.set_level("Root", "info")  # changes nothing here; a task process may differ
+    levels.set_level("a", "TRACE")
+    with pytest.raises(NotFoundException):
+        levels.set_level("b", "bogus")
+    assert levels.settings() == (LevelSetting("root", "INFO"), LevelSetting("a", "TRACE"))

@@ -13,6 +13,7 @@ from connect_runtime.cluster.slot_registry import (
     SlotView,
     task_event_line,
 )
+from connect_runtime.log_levels import LevelSetting
 from connect_runtime.protocol.slot_channel import (
     Command,
     SlotAnswer,
@@ -286,6 +287,19 @@ def test_answers_carry_the_session_key_looked_up_once_per_batch() -> None:
     assert first.last == second.last == SlotAnswer(Command.PAUSE, 0, session_key="a2V5",
                                                    session_key_id="id1")
     assert len(lookups) == 1
+
+
+def test_answers_carry_the_logger_levels_of_the_moment() -> None:
+    levels: tuple[LevelSetting, ...] = ()
+    reg = SlotRegistry(lambda c, t, s, tr: None, log_levels=lambda: levels)
+    reg.open("c", generation=1, task_count=1, paused=False)
+    _, pushed = _connect(reg)
+    assert pushed.last == SlotAnswer(Command.RUN, 0)
+    levels = (LevelSetting("my_connector", "DEBUG"),)
+    reg.push_all()  # what the herder does after /admin/loggers set a level
+    assert pushed.last == SlotAnswer(Command.RUN, 0, log_levels=levels)
+    reg.close("c")
+    assert pushed.last == SlotAnswer(Command.STOP, 0, log_levels=levels)
 
 
 # ----------------------------------------------------------- active topics (KIP-558)

@@ -134,6 +134,14 @@ def test_every_event_reaches_kafka_exactly_once_across_a_killed_worker(
                                   worker.log_path.read_text()):
             shutil.rmtree(staging, ignore_errors=True)
     assert code == 0, f"worker exited with {code}:\n{worker.tail()}"
+    # The example's own log lines (the guide's "Logging"), with the context the worker adds.
+    log_text = worker.log_path.read_text(errors="replace")
+    for stream, task in zip(STREAMS, (0, 1), strict=True):
+        assert re.search(rf"^\[[\d:, -]+\] INFO \[{re.escape(name)}\|task-{task}\] Reading "
+                         rf"{stream} from {re.escape(feed_url)}, after event ids "
+                         rf"\{{'{stream}': \d+\}} \(http_source\.task\)$", log_text, re.M), stream
+    assert re.search(rf"^\[[\d:, -]+\] INFO \[{re.escape(name)}\|worker\] Dealing 2 stream\(s\) "
+                     r"to 2 task\(s\) \(http_source\.connector\)$", log_text, re.M)
 
     ids: dict[str, list[int]] = {}
     partitions: dict[str, set[int]] = {}

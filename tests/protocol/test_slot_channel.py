@@ -8,6 +8,7 @@ import orjson
 import pytest
 
 from connect_runtime.errors import BadRequestException
+from connect_runtime.log_levels import LevelSetting
 from connect_runtime.protocol.slot_channel import (
     KEEPALIVE_INTERVAL_S,
     LIVENESS_TIMEOUT_S,
@@ -35,7 +36,8 @@ def test_hello_report_and_answer_round_trip() -> None:
     assert SlotHello.from_json(SlotHello.header_body(HELLO.to_header())) == HELLO
     assert SlotReport.from_json(REPORT.to_json()) == REPORT
     answer = SlotAnswer(Command.PAUSE, 4, session_key="a2V5", restart_pending=True,
-                        session_key_id="0123456789abcdef")
+                        session_key_id="0123456789abcdef",
+                        log_levels=(LevelSetting("root", "WARN"), LevelSetting("my.conn", "DEBUG")))
     assert SlotAnswer.from_json(answer.to_json()) == answer
     assert SlotAnswer.from_json(SlotAnswer.stop(2).to_json()) == SlotAnswer(Command.STOP, 2, None)
 
@@ -43,10 +45,22 @@ def test_hello_report_and_answer_round_trip() -> None:
 def test_the_wire_format_is_plain_json_with_lowercase_commands() -> None:
     wire = orjson.loads(SlotAnswer(Command.RUN, 0).to_json())
     assert wire == {"command": "run", "restart_seq": 0, "session_key": None,
-                    "restart_pending": False, "session_key_id": None}
+                    "restart_pending": False, "session_key_id": None, "log_levels": []}
+    assert orjson.loads(SlotAnswer(Command.RUN, 0, log_levels=(
+        LevelSetting("a.b", "TRACE"),)).to_json())["log_levels"] == [["a.b", "TRACE"]]
     assert orjson.loads(REPORT.to_json())["state"] == "FAILED"
-    # An answer from a worker that predates restart_pending still parses.
-    assert not SlotAnswer.from_json(b'{"command": "run", "restart_seq": 0}').restart_pending
+    # An answer from a worker that predates restart_pending and log_levels still parses.
+    old = SlotAnswer.from_json(b'{"command": "run", "restart_seq": 0}')
+    assert not old.restart_pending and old.log_levels == ()
+
+
+@pytest.mark.parametrize("levels", [
+    {"a": "DEBUG"}, [["a"]], [["a", "WARNING"]], [["a", "debug"]], [[1, "INFO"]], ["a"],
+])
+def test_bad_log_levels_in_an_answer_are_named(levels: object) -> None:
+    body = orjson.dumps({"command": "run", "restart_seq": 0, "log_levels": levels})
+    with pytest.raises(InvalidSlotMessage, match="'log_levels'"):
+        SlotAnswer.from_json(body)
 
 
 @pytest.mark.parametrize(("change", "named"), [

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 
 from connect_runtime import (
@@ -15,6 +16,8 @@ from connect_runtime import (
 from http_source import __version__
 from http_source.config import CONFIG_DEF, STREAMS, TASK_STREAMS
 from http_source.task import STREAM_FIELD, HttpSourceTask, resume_after
+
+log = logging.getLogger(__name__)
 
 
 class HttpSourceConnector(SourceConnector):
@@ -45,6 +48,7 @@ class HttpSourceConnector(SourceConnector):
     def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
         """One config per task: the connector's config plus the task's streams."""
         tasks = min(max_tasks, len(self._streams))
+        log.info("Dealing %d stream(s) to %d task(s)", len(self._streams), tasks)
         return [{**self._config, TASK_STREAMS: ",".join(self._streams[i::tasks])}
                 for i in range(tasks)]
 

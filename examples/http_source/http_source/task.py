@@ -22,6 +22,10 @@ the framework (``poll``: one transaction per poll; ``interval``: one per
 A request that fails (the feed is down, or answers 5xx) is logged and retried
 after ``poll.interval.ms``; the offset does not move, so nothing is skipped. A
 4xx answer or a malformed event fails the task with an error naming the stream.
+
+Logging is plain :mod:`logging` under the module's name: the worker adds the
+connector and task to each line, and ``/admin/loggers`` sets the level
+(``http_source`` to DEBUG shows every page fetched).
 """
 
 from __future__ import annotations
@@ -147,6 +151,8 @@ class HttpSourceTask(SourceTask):
             [source_partition(stream) for stream in self._streams])
         self._after = {stream: resume_after(stream, offset)
                        for stream, (_, offset) in zip(self._streams, committed, strict=True)}
+        log.info("Reading %s from %s, after event ids %s", ", ".join(self._streams),
+                 self._url, self._after)
 
     def poll(self) -> list[SourceRecord] | None:
         if self._stopping.is_set():
@@ -205,6 +211,8 @@ class HttpSourceTask(SourceTask):
                 raise DataException(f"Stream {stream!r}: event {event.id} came after event "
                                     f"{previous}; ids must increase")
             previous = event.id
+        log.debug("Stream %r: %d new event(s) after %d", stream, len(events),
+                  self._after[stream])
         return events
 
     def _record(self, event: Event) -> SourceRecord:

@@ -27,7 +27,14 @@ from connect_runtime.api.connector import (
     SourceConnector,
 )
 from connect_runtime.api.record import RecordBatch, RecordMetadata, SourceRecord
-from connect_runtime.api.schema import Field, Schema, SchemaType, Struct, schema_of
+from connect_runtime.api.schema import (
+    Field,
+    Schema,
+    SchemaType,
+    Struct,
+    connect_schema,
+    schema_of,
+)
 from connect_runtime.api.task import (
     OffsetStorageReader,
     SourceTask,
@@ -82,5 +89,6 @@ __all__ = [
     "Validator",
     "Width",
     "__version__",
+    "connect_schema",
     "schema_of",
 ]

@@ -19,7 +19,7 @@ EXPECTED = {
     "RecordBatch", "RecordMetadata", "RetriableException", "Schema", "SchemaType",
     "SourceConnector", "SourceRecord", "SourceTask",
     "SourceTaskContext", "Struct", "TransactionContext", "Transformation", "Type",
-    "ValidString", "Validator", "Width", "__version__", "schema_of",
+    "ValidString", "Validator", "Width", "__version__", "connect_schema", "schema_of",
 }
 
 

@@ -32,8 +32,10 @@ Declaring a schema: most connectors describe a row as a dataclass and call
 :func:`schema_of`, which reads the field annotations (``int`` is INT64,
 ``str | None`` an optional STRING, ``Annotated[Decimal, Schema.decimal(2)]`` a
 Decimal of scale 2, ...). A record whose value is a dataclass instance needs no
-schema at all: the framework derives it. Schemas known only at run time (a
-database table's columns) are built with :meth:`Schema.struct` and friends.
+schema at all: the framework derives it. :func:`connect_schema` above the
+``@dataclass`` gives the derived schema Connect's name, version and doc.
+Schemas known only at run time (a database table's columns) are built with
+:meth:`Schema.struct` and friends.
 Dataclasses were chosen over a builder because they are how Python authors
 already describe a row: type-checked, with defaults, and the same class makes
 the values.
@@ -55,9 +57,9 @@ import datetime
 import decimal
 import types
 import typing
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from enum import StrEnum
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from connect_runtime.errors import DataException
 
@@ -457,6 +459,93 @@ _PLAIN: dict[Any, Schema] = {
     datetime.datetime: Schema.timestamp(),
 }
 _derived: dict[type, Schema] = {}
+_T = TypeVar("_T", bound=type)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Naming:
+    """What :func:`connect_schema` put on one class."""
+
+    name: str
+    version: int | None
+    doc: str | None
+
+
+# In the class's own __dict__, so a subclass (other fields, another schema) does
+# not inherit its base's name.
+_NAMING_ATTR = "__connect_schema__"
+
+
+def connect_schema(name: str, *, version: int | None = None,
+                   doc: str | None = None) -> Callable[[_T], _T]:
+    """Give the Connect schema of a ``@dataclass`` (or ``TypedDict``) class a name,
+    and optionally a version and a doc, as Kafka Connect's ``SchemaBuilder.name``,
+    ``version`` and ``doc`` do::
+
+        @connect_schema("com.example.orders.Order", version=2, doc="A placed order")
+        @dataclass
+        class Order:
+            id: int
+
+    Contract:
+
+    * It goes above ``@dataclass``, on the class itself. The schema the
+      framework derives for an instance used as a record's key or value, a
+      nested field of this class, and ``schema_of(Order)`` all carry the name,
+      version and doc; ``schema_of``'s own ``name``/``version``/``doc``
+      arguments win over them.
+    * Converters write them as Connect does: ``JsonConverter`` with
+      ``schemas.enable=true`` puts ``"name"``, ``"version"`` and ``"doc"`` in the
+      envelope's schema, so a Connect sink or a schema-aware consumer sees the
+      type by name.
+    * The class keeps them; a subclass does not (it has other fields, hence
+      another schema) unless it is decorated itself.
+    * ``name`` is a non-empty ``str`` other than the names of Connect's logical
+      types (``org.apache.kafka.connect.data.Decimal`` and the like: a struct
+      under such a name would be read as that type); ``version`` an ``int``;
+      ``doc`` a ``str``. Anything else raises TypeError or ValueError naming
+      the class, when the class is defined.
+    """
+    def name_schema(cls: _T) -> _T:
+        owner = _class_name(cls)
+        if not isinstance(cls, type) or not (dataclasses.is_dataclass(cls)
+                                             or typing.is_typeddict(cls)):
+            raise TypeError(f"@connect_schema({name!r}) on {owner}: it names the schema of a "
+                            "dataclass or TypedDict class; put it above @dataclass")
+        _check_naming(owner, name, version, doc, name_required=True)
+        setattr(cls, _NAMING_ATTR, _Naming(name, version, doc))
+        _derived.pop(cls, None)
+        return cls
+    return name_schema
+
+
+def _class_name(cls: object) -> str:
+    """``module.QualifiedName`` of a class, for messages (repr for anything else)."""
+    qualname = getattr(cls, "__qualname__", None)
+    return f"{getattr(cls, '__module__', '?')}.{qualname}" if qualname else repr(cls)
+
+
+def _check_naming(owner: str, name: object, version: object, doc: object, *,
+                  name_required: bool = False) -> None:
+    """TypeError or ValueError, naming ``owner``, unless these make a valid schema name,
+    version and doc (None is valid for each, but for a required name)."""
+    where = f"The Connect schema of {owner}"
+    if name is not None or name_required:
+        if not isinstance(name, str):
+            raise TypeError(f"{where}: the name must be a str, not {type(name).__name__} "
+                            f"{_short(name)}")
+        if not name.strip():
+            raise ValueError(f"{where}: the name must not be empty, got {name!r}")
+        if name in _LOGICAL_CHECKS:
+            raise ValueError(f"{where}: {name!r} is the name of Connect's logical type "
+                             f"{name.rpartition('.')[2]}; converters would read the struct as "
+                             "one. Choose a name of your own, such as 'com.example.Order'")
+    if version is not None and (type(version) is bool or not isinstance(version, int)):
+        raise TypeError(f"{where}: the version must be an int, not {type(version).__name__} "
+                        f"{_short(version)}")
+    if doc is not None and not isinstance(doc, str):
+        raise TypeError(f"{where}: the doc must be a str, not {type(doc).__name__} "
+                        f"{_short(doc)}")
 
 
 def schema_of(tp: type, *, name: str | None = None, version: int | None = None,
@@ -469,10 +558,20 @@ def schema_of(tp: type, *, name: str | None = None, version: int | None = None,
     nested dataclass or TypedDict -> STRUCT; ``Annotated[T, schema]`` -> that
     schema (for INT32, FLOAT32, a Decimal's scale, a doc). A dataclass field's
     default becomes the schema default; a TypedDict key that is not required is
-    optional. Raises TypeError naming the field it cannot map.
+    optional. The name, version and doc are the arguments', else what
+    :func:`connect_schema` put on the class, else None. Raises TypeError naming
+    the field it cannot map, and TypeError or ValueError naming the class for a
+    name, version or doc that is not one.
     """
-    if name is None and version is None and doc is None and not optional and tp in _derived:
+    cacheable = name is None and version is None and doc is None and not optional
+    if cacheable and tp in _derived:
         return _derived[tp]
+    _check_naming(_class_name(tp), name, version, doc)
+    naming = getattr(tp, "__dict__", {}).get(_NAMING_ATTR)
+    if isinstance(naming, _Naming):
+        name = naming.name if name is None else name
+        version = naming.version if version is None else version
+        doc = naming.doc if doc is None else doc
     hints = typing.get_type_hints(tp, include_extras=True)
     fields: list[tuple[str, Schema]] = []
     if dataclasses.is_dataclass(tp):
@@ -496,7 +595,7 @@ def schema_of(tp: type, *, name: str | None = None, version: int | None = None,
     else:
         raise TypeError(f"schema_of needs a dataclass or a TypedDict class, not {tp!r}")
     built = Schema.struct(fields, name=name, version=version, doc=doc, optional=optional)
-    if name is None and version is None and doc is None and not optional:
+    if cacheable:
         _derived[tp] = built
     return built
 

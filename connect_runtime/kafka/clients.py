@@ -12,7 +12,9 @@ A few settings are then forced because the runtime's correctness depends on them
 * consumers: ``enable.auto.commit=false`` and ``auto.offset.reset=earliest``:
   internal topics are always read in full, with ``assign()``, never as a group.
 
-Client errors and librdkafka log lines go to :mod:`logging` rather than stderr.
+Client errors and librdkafka log lines go to :mod:`logging` rather than stderr
+(the lines through :class:`~connect_runtime.kafka.client_log.ClientLog`, which
+demotes the retries of InitProducerId that restarts and fencing cause).
 Construction errors (``KafkaException``) are translated to our error tree here.
 """
 
@@ -42,6 +44,7 @@ from connect_runtime.errors import (
     KafkaTimeoutError,
     translate_kafka_error,
 )
+from connect_runtime.kafka.client_log import ClientLog
 from connect_runtime.security.kafka_clients import CLIENT_CLASSES
 
 if TYPE_CHECKING:
@@ -143,7 +146,7 @@ def _merge(
     conf.update(overrides or {})
     if client_id and "client.id" not in conf:
         conf["client.id"] = client_id
-    conf.setdefault("logger", log)
+    conf.setdefault("logger", ClientLog(log))
     conf.setdefault("error_cb", error_logger(log, str(conf.get("client.id", "kafka client"))))
     return conf
 

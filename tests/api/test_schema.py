@@ -4,13 +4,23 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import json
+import re
 from decimal import Decimal
-from typing import Annotated, NotRequired, TypedDict
+from typing import Annotated, Any, NotRequired, TypedDict
 
 import pytest
 
-from connect_runtime import DataException, Schema, SchemaType, Struct, schema_of
+from connect_runtime import (
+    DataException,
+    Schema,
+    SchemaType,
+    Struct,
+    connect_schema,
+    schema_of,
+)
 from connect_runtime.api.schema import DATE, DECIMAL, TIMESTAMP, infer
+from connect_runtime.converters import JsonConverter
 
 
 def test_constants_match_connects_ready_made_schemas() -> None:
@@ -153,3 +163,94 @@ def test_a_struct_schema_may_default_to_a_struct_of_its_type() -> None:
     other = Schema.struct({"x": Schema.INT32}, name="Other")
     with pytest.raises(DataException, match="a Struct of schema"):
         with_default.validate(Struct(other, x=1))
+
+
+# Naming a class's schema: connect_schema ------------------------------------------
+
+@connect_schema("com.example.shop.Item", version=2, doc="One line of an order")
+@dataclasses.dataclass(frozen=True, slots=True)
+class Item:
+    sku: str
+
+
+@connect_schema("com.example.shop.Basket")
+@dataclasses.dataclass
+class Basket:
+    items: list[Item]
+
+
+def test_connect_schema_names_the_schema_derived_for_a_value() -> None:
+    schema, struct = infer(Basket([Item("a")]))
+    assert schema is not None and (schema.name, schema.version, schema.doc) == (
+        "com.example.shop.Basket", None, None)
+    items = schema.fields[0].schema.value_schema
+    assert items is not None and (items.name, items.version, items.doc) == (
+        "com.example.shop.Item", 2, "One line of an order")
+    assert struct["items"][0].schema is items
+    # schema_of's own arguments win over the class's.
+    assert schema_of(Item, name="other.Item").name == "other.Item"
+    assert schema_of(Item, doc="d").version == 2
+
+
+def test_connect_schema_writes_the_name_into_the_json_envelope() -> None:
+    c = JsonConverter()
+    c.configure({"schemas.enable": "true"}, is_key=False)
+    out = c.from_connect("orders", None, Basket([Item("a")]))
+    assert out is not None
+    envelope = json.loads(out)
+    assert envelope["payload"] == {"items": [{"sku": "a"}]}
+    assert envelope["schema"]["type"] == "struct"
+    assert envelope["schema"]["name"] == "com.example.shop.Basket"
+    item = envelope["schema"]["fields"][0]["items"]
+    assert (item["name"], item["version"], item["doc"]) == (
+        "com.example.shop.Item", 2, "One line of an order")
+
+
+def test_a_subclass_does_not_inherit_its_bases_schema_name() -> None:
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class PricedItem(Item):
+        price: Annotated[Decimal, Schema.decimal(2)]
+
+    assert schema_of(PricedItem).name is None
+    assert [f.name for f in schema_of(PricedItem).fields] == ["sku", "price"]
+
+
+def test_connect_schema_names_a_typeddict_too() -> None:
+    @connect_schema("com.example.Event")
+    class Named(TypedDict):
+        id: int
+
+    assert schema_of(Named).name == "com.example.Event"
+
+
+@pytest.mark.parametrize(("args", "error", "message"), [
+    (("",), ValueError, "the name must not be empty"),
+    (("  ",), ValueError, "the name must not be empty"),
+    ((None,), TypeError, "the name must be a str, not NoneType None"),
+    ((42,), TypeError, "the name must be a str, not int 42"),
+    ((DECIMAL,), ValueError, f"{DECIMAL!r} is the name of Connect's logical type Decimal"),
+    (("ok", {"version": "1"}), TypeError, "the version must be an int, not str '1'"),
+    (("ok", {"version": True}), TypeError, "the version must be an int, not bool"),
+    (("ok", {"doc": 3}), TypeError, "the doc must be a str, not int 3"),
+])
+def test_an_invalid_schema_name_is_refused_naming_the_class(
+        args: tuple[Any, ...], error: type[Exception], message: str) -> None:
+    *positional, keywords = args if isinstance(args[-1], dict) else (*args, {})
+    with pytest.raises(error, match=r"^The Connect schema of .*\.Bad: " + re.escape(message)):
+        @connect_schema(*positional, **keywords)
+        @dataclasses.dataclass
+        class Bad:
+            x: int
+
+
+def test_connect_schema_belongs_above_the_dataclass_decorator() -> None:
+    with pytest.raises(TypeError, match=r"on .*Plain: .*put it above @dataclass"):
+        @connect_schema("com.example.Plain")
+        class Plain:
+            x: int
+
+
+def test_schema_of_refuses_an_invalid_name_naming_the_class() -> None:
+    with pytest.raises(ValueError, match=r"^The Connect schema of test_schema\.Item: the name "
+                                         r"must not be empty"):
+        schema_of(Item, name="")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 from collections.abc import Callable
@@ -14,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import WorkerProcess, free_port
-from kafka_helpers import create_topic, wait_for
+from kafka_helpers import create_topic, read_topic, wait_for
 
 SEQ = "SequenceSourceConnector"
 FAILING = "testconnectors.FailingSourceConnector"
@@ -173,3 +174,83 @@ def test_spark_says_nothing_per_connector_or_about_its_start(
     for noise in ("scheduler pool", "log4j profile", "Setting default log level",
                   "native-hadoop", "resolves to a loopback address"):
         assert noise not in text, [line for line in text.splitlines() if noise in line]
+
+
+PID_RETRY = "Failed to acquire transactional PID"
+
+
+def wait_for_line(worker: WorkerProcess, pattern: str, what: str) -> None:
+    wait_for(lambda: re.search(pattern, worker.log_path.read_text(errors="replace")), 60, what)
+
+
+def committed(worker: WorkerProcess, topic: str) -> int:
+    return len(read_topic(worker.bootstrap, topic))
+
+
+def uncommitted(worker: WorkerProcess, topic: str) -> int:
+    return len(read_topic(worker.bootstrap, topic, "read_uncommitted"))
+
+
+def wait_for_more_records(worker: WorkerProcess, topic: str, what: str) -> None:
+    """Until 100 more records are in ``topic``, committed or not."""
+    produced = uncommitted(worker, topic)
+    wait_for(lambda: uncommitted(worker, topic) >= produced + 100, 60, what)
+
+
+def test_restarts_and_fencing_leave_no_unexplained_warnings(
+        kafka_bootstrap: str, tmp_path: Path, unique_name: Callable[[str], str]) -> None:
+    """docs/operations.md, "What the log says": a new user's worker whose
+    exactly-once task is restarted through REST (after its process died inside a
+    transaction, then gracefully) and reconfigured (fencing) logs neither
+    librdkafka's "Failed to acquire transactional PID ... retrying" nor Spark's
+    "resolves to a loopback address", and the task keeps working.
+
+    The retry does happen: the killed task leaves its transaction open, and the
+    transaction coordinator answers the restarted task's InitProducerId with
+    CONCURRENT_TRANSACTIONS while it aborts that transaction (always, for an
+    ongoing one: Kafka's TransactionCoordinator.handleInitProducerId). The
+    graceful restarts and the fencing retry whenever the previous transaction's
+    commit markers are still being written."""
+    worker = WorkerProcess(kafka_bootstrap, unique_name("noise"), free_port(), tmp_path)
+    name, topic = unique_name("seq"), unique_name("out")
+    create_topic(kafka_bootstrap, topic)
+    worker.start()
+    try:
+        # A 10-minute interval: records stay in one open transaction until the task stops.
+        config = {"connector.class": SEQ, "topic": topic, "rate.per.sec": "200",
+                  "batch.size": "20", "tasks.max": "1", "transaction.boundary": "interval",
+                  "transaction.boundary.interval.ms": "600000"}
+        assert worker.rest("PUT", f"/connectors/{name}/config", json=config).status_code == 201
+        worker.wait_tasks(name, "RUNNING", 1)
+        wait_for(lambda: uncommitted(worker, topic) >= 100, 60, "records in the open transaction")
+        assert committed(worker, topic) == 0
+        slot = next(s for s in worker.slots() if s["connector"] == name)
+        os.kill(slot["pid"], signal.SIGKILL)
+        worker.wait_tasks(name, "FAILED", 1)
+
+        for restart in (1, 2, 3):
+            r = worker.rest("POST", f"/connectors/{name}/tasks/0/restart")
+            assert r.status_code == 204, r.text
+            wait_for_line(worker, rf"INFO task {re.escape(name)}-0 started on host \S+, "
+                          rf"pid \d+, Spark attempt \d+ \(generation \d+, restart {restart}\)",
+                          f"task {name}-0 started (restart {restart})")
+            wait_for_more_records(worker, topic, f"records of restart {restart}")
+        # The graceful stops committed: the restarted task's records are readable.
+        assert committed(worker, topic) > 0
+
+        # Two tasks: the leader fences the first generation's producer (KIP-618).
+        before = committed(worker, topic)
+        r = worker.rest("PUT", f"/connectors/{name}/config", json={**config, "tasks.max": "2"})
+        assert r.status_code == 200, r.text
+        wait_for_line(worker, rf"INFO fenced 1 producer\(s\) of connector {re.escape(name)} ",
+                      "the first generation's producer fenced")
+        worker.wait_tasks(name, "RUNNING", 2)
+        assert committed(worker, topic) > before  # the stop before fencing committed
+        wait_for_more_records(worker, topic, "records of the reconfigured tasks")
+    finally:
+        code = worker.stop()
+    assert code == 0, worker.tail()
+    text = worker.log_path.read_text(errors="replace")
+    unexplained = [line for line in text.splitlines()
+                   if "resolves to a loopback address" in line or PID_RETRY in line]
+    assert not unexplained, "\n".join(unexplained)

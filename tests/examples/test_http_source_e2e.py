@@ -9,6 +9,8 @@ arrive; a new worker in the same group takes the connector back from the config
 topic. Every event must then be in Kafka exactly once, in order, as a
 ``read_committed`` consumer sees it, and every committed transaction must end
 with the last event of an upstream batch (``transaction.boundary=connector``).
+Each value is the JsonConverter's envelope, its schema named by the example's
+``@connect_schema`` (docs/writing-a-connector.md, "Schemas").
 """
 
 from __future__ import annotations
@@ -146,7 +148,13 @@ def test_every_event_reaches_kafka_exactly_once_across_a_killed_worker(
     ids: dict[str, list[int]] = {}
     partitions: dict[str, set[int]] = {}
     for r in records:
-        stream, value = r["key"].decode(), r["value"]
+        # The guide's config asks for schemas.enable=true: Connect's envelope, whose
+        # schema carries the name, version and fields the example declares.
+        stream, schema, value = r["key"].decode(), r["value"]["schema"], r["value"]["payload"]
+        assert (schema["type"], schema["name"], schema["version"]) == (
+            "struct", "http_source.Event", 1), schema
+        assert [f["field"] for f in schema["fields"]] == [
+            "id", "stream", "kind", "amount", "created_at", "end_of_batch"], schema
         assert value["stream"] == stream
         # What the feed served, in the JSON the guide's config asks for: decimals as
         # numbers (value.converter.decimal.format=NUMERIC), timestamps as epoch ms.
@@ -169,5 +177,6 @@ def test_every_event_reaches_kafka_exactly_once_across_a_killed_worker(
     for partition in (0, 1):
         mine = [r for r in records if r["partition"] == partition]
         sizes = transaction_sizes([r["offset"] for r in mine])
-        assert all(mine[end - 1]["value"]["end_of_batch"] for end in accumulate(sizes)), \
+        assert all(mine[end - 1]["value"]["payload"]["end_of_batch"]
+                   for end in accumulate(sizes)), \
             f"a transaction of partition {partition} ended mid-batch"

@@ -10,8 +10,9 @@ framework requires; they are JSON in the offsets topic):
   none lost, none repeated.
 
 Each record: key the stream name (so a stream's events keep their order in one
-Kafka partition), value an :class:`Event` (its Connect schema is derived from
-the dataclass), timestamp the event's ``created_at``.
+Kafka partition), value an :class:`Event` (its Connect schema, named
+``http_source.Event``, is derived from the dataclass), timestamp the event's
+``created_at``.
 
 With ``transaction.boundary=connector`` the task ends each transaction with the
 last event of an upstream batch (``end_of_batch``), so ``read_committed``
@@ -48,6 +49,7 @@ from connect_runtime import (
     SourceRecord,
     SourceTask,
     TransactionContext,
+    connect_schema,
 )
 from http_source import __version__
 from http_source.config import (
@@ -67,6 +69,7 @@ AFTER_FIELD = "after"
 REQUEST_TIMEOUT_S = 10.0
 
 
+@connect_schema("http_source.Event", version=1)
 @dataclass(frozen=True, slots=True)
 class Event:
     """One event of a stream, as written to Kafka (its schema: ``schema_of(Event)``)."""

@@ -11,6 +11,13 @@ from confluent_kafka import Consumer, KafkaError
 
 
 def tail(bootstrap: str, topic: str, max_records: int, idle_timeout_s: float) -> int:
+    """Print ``topic``'s committed records, one JSON line each; 0 when done, 1 on an error.
+
+    A topic that does not exist yet is waited for (saying so once on stderr), as
+    Kafka's console consumer does: a connector creates its topic on its first
+    write, so a ``tail`` started right after creating the connector would
+    otherwise fail. ``idle_timeout_s`` (0: none) bounds that wait too.
+    """
     consumer = Consumer({
         "bootstrap.servers": bootstrap,
         "group.id": f"connect-runtime-tail-{uuid.uuid4().hex[:8]}",
@@ -19,10 +26,12 @@ def tail(bootstrap: str, topic: str, max_records: int, idle_timeout_s: float) ->
         "auto.offset.reset": "earliest",
         "enable.auto.commit": False,
     })
-    consumer.subscribe([topic])
     seen = 0
     last = time.monotonic()
     try:
+        if not _wait_for_topic(consumer, topic, idle_timeout_s):
+            return 0
+        consumer.subscribe([topic])
         while not max_records or seen < max_records:
             msg = consumer.poll(0.5)
             if msg is None:
@@ -48,3 +57,25 @@ def tail(bootstrap: str, topic: str, max_records: int, idle_timeout_s: float) ->
     finally:
         consumer.close()
     return 0
+
+
+def _wait_for_topic(consumer: Consumer, topic: str, idle_timeout_s: float) -> bool:
+    """Whether ``topic`` exists, waiting for it (``idle_timeout_s``, 0: no limit).
+
+    Subscribing first would not do: librdkafka reports a subscribed topic that
+    does not exist as an error (``Subscribed topic not available``), and would
+    notice its creation only at a later metadata refresh
+    (``topic.metadata.refresh.interval.ms``, 5 minutes by default).
+    """
+    start = time.monotonic()
+    said = False
+    while True:
+        found = consumer.list_topics(topic, timeout=10).topics.get(topic)
+        if found is not None and found.error is None:
+            return True
+        if not said:
+            print(f"tail: topic {topic!r} does not exist yet; waiting for it", file=sys.stderr)
+            said = True
+        if idle_timeout_s and time.monotonic() - start > idle_timeout_s:
+            return False
+        time.sleep(0.5)

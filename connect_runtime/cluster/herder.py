@@ -104,7 +104,8 @@ class DistributedHerder:
         is_leader = self._leadership.is_leader
         auto_restarts = AutoRestarts()
         self._task_events = TaskEvents(config, config_store, status_store, auto_restarts,
-                                       is_leader, self._stopping, lambda c: self.reads.resolved(c))
+                                       is_leader, self._leadership.leader_epoch, self._stopping,
+                                       lambda c: self.reads.resolved(c))
         # This worker's loggers; the levels set here reach its slots' processes too.
         self._loggers = LoggerLevels()
         self.registry = SlotRegistry(self._task_events.on_task_state,
@@ -130,7 +131,8 @@ class DistributedHerder:
             connector_started=lambda failed: self.metrics.counters.connector_started(
                 failed=failed),
             rotate_session_key=self.writer.rotate_session_key,
-            reset_active_topics_of_deleted=self._reset_active_topics_of_deleted),
+            reset_active_topics_of_deleted=self._reset_active_topics_of_deleted,
+            leader_epoch=self._leadership.leader_epoch),
             is_leader, self._leadership.lock)
         self._fencer = _zombie_fencer(config, config_store, self.reads, self.writer)
         self._offsets = _offset_alteration(config, self.reads, offset_store, self._fencer)

@@ -5,6 +5,12 @@ Any thread may call it; it writes nothing. Reads that must see the latest
 config (before a write decides on it) read the config topic to its end first
 (``snapshot(refresh=True)``); the views read memory only, so they answer during
 rebalances and broker outages.
+
+Every status it shows is read as of the current leader
+(:func:`~connect_runtime.storage.status_store.as_seen_under_leader`): once a
+new leader is elected, what the previous one said of its instances (RUNNING
+with its worker id) is shown as UNASSIGNED on the new leader until the new
+instances report.
 """
 
 from __future__ import annotations
@@ -43,7 +49,11 @@ from connect_runtime.plugins import list_plugins, plugin_config_keys, resolve_co
 from connect_runtime.protocol.states import State
 from connect_runtime.storage.config_store import ClusterConfigState, ConfigStore
 from connect_runtime.storage.offsets.store import OffsetStore
-from connect_runtime.storage.status_store import StatusRecord, StatusStore
+from connect_runtime.storage.status_store import (
+    StatusRecord,
+    StatusStore,
+    as_seen_under_leader,
+)
 
 READ_TIMEOUT_S = 60.0
 
@@ -126,14 +136,14 @@ class HerderReads:
     def connector_status(self, name: str) -> ConnectorStateInfo:
         snap = self.snapshot()
         self.require(snap, name, "No status found for connector {}")
-        status = self._status_store.connector_status(name)
+        status = _seen(snap, self._status_store.connector_status(name))
         connector = (StateInfo(status.state, status.worker_id, status.trace, status.version)
                      if status else StateInfo(State.UNASSIGNED.value, self._worker_id))
-        tasks = [self._task_state(name, i) for i in range(snap.task_count(name))]
+        tasks = [self._task_state(snap, name, i) for i in range(snap.task_count(name))]
         return ConnectorStateInfo(name, connector, tasks)
 
-    def _task_state(self, name: str, task: int) -> TaskStateInfo:
-        status = self._status_store.task_status(name, task)
+    def _task_state(self, snap: ClusterConfigState, name: str, task: int) -> TaskStateInfo:
+        status = _seen(snap, self._status_store.task_status(name, task))
         if status is None:
             return TaskStateInfo(task, State.UNASSIGNED.value, self._worker_id)
         return TaskStateInfo(task, status.state, status.worker_id, status.trace, status.version)
@@ -142,7 +152,7 @@ class HerderReads:
         snap = self.snapshot()
         if snap.connector_config(name) is None or not 0 <= task < snap.task_count(name):
             raise NotFoundException(f"No status found for task {name}-{task}")
-        return self._task_state(name, task)
+        return self._task_state(snap, name, task)
 
     def connector_offsets(self, name: str) -> list[dict[str, Any]]:
         config = self.require(self.snapshot(), name)
@@ -182,9 +192,9 @@ class HerderReads:
         """Every connector of the config snapshot, sorted: its status, config and its
         tasks' statuses, as this worker's status-store cache has them (no I/O)."""
         snap = self._config_store.snapshot()
-        return [(name, self._status_store.connector_status(name),
+        return [(name, _seen(snap, self._status_store.connector_status(name)),
                  snap.connector_config(name) or {},
-                 [self._status_store.task_status(name, task)
+                 [_seen(snap, self._status_store.task_status(name, task))
                   for task in range(len(snap.task_configs(name)))])
                 for name in sorted(snap.connectors())]
 
@@ -240,3 +250,10 @@ class HerderReads:
                            hosted_tasks=len(self._registry.slots()),
                            leader_url=self._leader_url(), is_leader=self._is_leader(),
                            auto_restarts=self._auto_restarts.counts())
+
+
+def _seen(snap: ClusterConfigState, status: StatusRecord | None) -> StatusRecord | None:
+    """``status`` as of the leader ``snap`` knows (see the module docstring)."""
+    if status is None:
+        return None
+    return as_seen_under_leader(status, snap.leader_worker_id, snap.leader_epoch)

@@ -8,8 +8,8 @@ before this worker writes or acts; stepping down stops every task and connector
 instance (through the reconcile thread) before write privileges are given up.
 
 ``lock`` is held during a takeover and by every reconcile pass, so a pass never
-interleaves with a change of leadership; :attr:`Leadership.leader` is only
-written under it.
+interleaves with a change of leadership; :attr:`Leadership.leader` and
+:attr:`Leadership.epoch` are only written under it.
 """
 
 from __future__ import annotations
@@ -61,9 +61,16 @@ class Leadership:
         self._actions = actions
         self.lock = threading.Lock()
         self.leader = False
+        self.epoch = -1
+        """The offset of this worker's latest ``leader`` record in the config topic (-1:
+        it never led): set before :attr:`leader` turns true, read by the writers of
+        statuses (``status_store.status_generation``)."""
 
     def is_leader(self) -> bool:
         return self.leader
+
+    def leader_epoch(self) -> int:
+        return self.epoch
 
     def leader_url(self) -> str | None:
         return self._worker_url if self.leader else self._store.snapshot().leader_url
@@ -81,12 +88,17 @@ class Leadership:
                     self._store.claim_write_privileges()
                     self._started.wait()
                     self._store.read_to_end(READ_TIMEOUT_S)
+                    # The leader record first: from the moment this worker says it
+                    # leads, its reads show its predecessor's statuses as stale
+                    # (``status_store.as_seen_under_leader``), and the statuses it
+                    # writes carry its epoch.
+                    self._store.put_leader(self._worker_url, self._worker_id)
+                    # The leader record's offset (the write read it back): each
+                    # takeover's is larger, so it orders elections across logs.
+                    epoch = self._store.snapshot().leader_epoch
+                    self.epoch = epoch
                     self.leader = True
                     self._counters.leadership_changed()
-                    self._store.put_leader(self._worker_url, self._worker_id)
-                    # The leader record's offset (nothing was written after it yet):
-                    # each takeover's is larger, so it orders elections across logs.
-                    epoch = self._store.snapshot().offset - 1
                     self._actions.rotate_session_key()
                     if self._runner.per_leader:
                         self._runner.start_in_background()  # submit() waits for it

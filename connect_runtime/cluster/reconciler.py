@@ -45,7 +45,7 @@ from connect_runtime.plugins import connector_version
 from connect_runtime.protocol.states import State, TargetState
 from connect_runtime.storage.config_store import ClusterConfigState, ConfigStore
 from connect_runtime.storage.offsets.reader import TaskOffsetStorageReader
-from connect_runtime.storage.status_store import StatusStore
+from connect_runtime.storage.status_store import StatusStore, status_generation
 
 # Its lines are the herder's lifecycle events (docs/operations.md).
 log = logging.getLogger(HERDER_LOGGER)
@@ -144,6 +144,9 @@ class ReconcilerParts:
     """Writes a new session key when the current one is due (every pass, first)."""
     reset_active_topics_of_deleted: Callable[[ClusterConfigState, frozenset[str]], None]
     """Tombstones the active topics of deleted connectors not in the given running set."""
+    leader_epoch: Callable[[], int]
+    """This worker's election (:attr:`Leadership.epoch`), for the generation of the
+    statuses it writes (``status_store.status_generation``)."""
 
 
 class Reconciler:
@@ -344,6 +347,9 @@ class Reconciler:
     def _graceful_s(self) -> float:
         return float(self._parts.config["task.shutdown.graceful.timeout.ms"]) / 1000
 
+    def _status_generation(self, config_generation: int) -> int:
+        return status_generation(config_generation, self._parts.leader_epoch())
+
     # ------------------------------------------------------- the pass
 
     def _pass(self) -> None:
@@ -456,10 +462,14 @@ class Reconciler:
         specs = [self._parts.specs.build(name, i, generation, cfg, connector_config,
                                          snap.session_key, password_keys=hidden)
                  for i, cfg in enumerate(configs)]
+        # Before the instances start: a task this leader took over from a dead
+        # one reads UNASSIGNED here, not its predecessor's RUNNING, until the new
+        # instance reports (the generation includes this leader's election, so
+        # the status store's stale-UNASSIGNED rule lets it replace that RUNNING).
         for i in range(len(specs)):
             self._parts.status_store.put_task(name, i, State.UNASSIGNED.value,
                                               self._parts.config.worker_id,
-                                              generation=generation)
+                                              generation=self._status_generation(generation))
         registry.open(name, generation, len(specs), paused,
                       version=None if host is None else host.task_version)
         self._parts.runner.submit(name, generation, specs)
@@ -487,6 +497,8 @@ class Reconciler:
             version = (host.version if host is not None else connector_version(
                 (snap.connector_config(name) or {}).get("connector.class", "")))
             status_store.put_connector(name, State.STOPPED.value, self._parts.config.worker_id,
+                                       generation=self._status_generation(
+                                           snap.config_generation(name)),
                                        version=version)
 
     def _teardown_connector(self, name: str) -> None:
@@ -504,13 +516,13 @@ class Reconciler:
     def _put_connector_status(self, name: str, host: HostedConnector,
                               snap: ClusterConfigState) -> None:
         status_store, worker_id = self._parts.status_store, self._parts.config.worker_id
+        generation = self._status_generation(snap.config_generation(name))
         current = status_store.connector_status(name)
         if current is None or (current.state, current.trace, current.worker_id,
-                               current.version) != (
-                host.state.value, host.trace, worker_id, host.version):
+                               current.generation, current.version) != (
+                host.state.value, host.trace, worker_id, generation, host.version):
             status_store.put_connector(name, host.state.value, worker_id, host.trace,
-                                       generation=snap.config_generation(name),
-                                       version=host.version)
+                                       generation=generation, version=host.version)
 
     # ------------------------------------------------------- restarts
 
@@ -530,8 +542,9 @@ class Reconciler:
         state, registry = self._state, self._parts.registry
         if not automatic:
             self._parts.auto_restarts.cancel(name, task)
-        self._parts.status_store.put_task(name, task, State.RESTARTING.value,
-                                          self._parts.config.worker_id)
+        self._parts.status_store.put_task(
+            name, task, State.RESTARTING.value, self._parts.config.worker_id,
+            generation=self._status_generation(state.running_generation.get(name, -1)))
         job = self._parts.runner.job(name)
         slot = None
         if name in state.failed_jobs or job is None or job.done.is_set():
@@ -562,7 +575,7 @@ class Reconciler:
                 self._parts.status_store.put_task(
                     connector, slot.task, State.FAILED.value, self._parts.config.worker_id,
                     f"The Spark job hosting the tasks of {connector} failed:\n{trace}",
-                    generation=generation, version=version)
+                    generation=self._status_generation(generation), version=version)
                 log.error("task %s-%d failed (generation %d): its Spark job failed: %s",
                           connector, slot.task, generation, trace_headline(trace),
                           extra={"event": "task_failed", "connector": connector,

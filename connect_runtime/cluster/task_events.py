@@ -2,7 +2,8 @@
 
 The slot registry calls :meth:`TaskEvents.on_task_state` on its events thread, in
 the order the slots' reports arrived. This writes the task's status (with the
-generation and version of the slot that spoke) and plans automatic restarts
+generation and version of the slot that spoke, the generation raised to this
+leader's election: ``status_store.status_generation``) and plans automatic restarts
 (:class:`AutoRestarts`; the reconcile thread carries them out when due). It reads
 no reconcile state: what it needs of a task is on its slot.
 """
@@ -21,7 +22,7 @@ from connect_runtime.config.worker_config import WorkerConfig
 from connect_runtime.errors import ConfigException
 from connect_runtime.protocol.states import State
 from connect_runtime.storage.config_store import ConfigStore
-from connect_runtime.storage.status_store import StatusStore
+from connect_runtime.storage.status_store import StatusStore, status_generation
 
 # Its lines are the herder's lifecycle events (docs/operations.md).
 log = logging.getLogger(HERDER_LOGGER)
@@ -32,13 +33,15 @@ class TaskEvents:
 
     def __init__(self, config: WorkerConfig, config_store: ConfigStore,
                  status_store: StatusStore, auto_restarts: AutoRestarts,
-                 is_leader: Callable[[], bool], stopping: threading.Event,
+                 is_leader: Callable[[], bool], leader_epoch: Callable[[], int],
+                 stopping: threading.Event,
                  resolved: Callable[[dict[str, str]], dict[str, str]]) -> None:
         self._config = config
         self._config_store = config_store
         self._status_store = status_store
         self._auto_restarts = auto_restarts
         self._is_leader = is_leader
+        self._leader_epoch = leader_epoch
         self._stopping = stopping
         self._resolved = resolved
         self.registry: SlotRegistry | None = None
@@ -89,7 +92,9 @@ class TaskEvents:
     def _put(self, connector: str, task: int, state: State, trace: str | None,
              generation: int, version: str | None) -> None:
         self._status_store.put_task(connector, task, state.value, self._config.worker_id, trace,
-                                    generation=generation, version=version)
+                                    generation=status_generation(generation,
+                                                                 self._leader_epoch()),
+                                    version=version)
 
     def _report_fenced_later(self, connector: str, task: int, generation: int,
                              trace: str | None) -> None:

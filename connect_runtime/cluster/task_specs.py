@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import base64
+import os
 from collections.abc import Iterable, Mapping
 
 from connect_runtime.config.worker_config import WorkerConfig
 from connect_runtime.logs import process_log_format
-from connect_runtime.protocol.task_spec import TaskSpec
+from connect_runtime.protocol.task_spec import TaskSpec, WorkerProcess
 from connect_runtime.storage.config_store import SessionKey
+from connect_runtime.tempdirs import start_ticks
 
 
 class TaskSpecBuilder:
@@ -22,6 +24,7 @@ class TaskSpecBuilder:
         self.config = config
         self.worker_url = worker_url
         self.worker_id = worker_id
+        self.worker_process = this_process()
 
     def client_overrides(self, kind: str) -> dict[str, str]:
         """The worker's ``<kind>.*`` client settings (producer, consumer, admin).
@@ -72,4 +75,13 @@ class TaskSpecBuilder:
             config_providers=config.config_providers,
             password_keys=tuple(sorted(password_keys)),
             log_format=process_log_format(),
+            worker_process=self.worker_process,
         )
+
+
+def this_process() -> WorkerProcess | None:
+    """This worker process, for its tasks to die with (``task/worker_watch.py``);
+    None where the platform has no ``/proc``."""
+    pid = os.getpid()
+    ticks = start_ticks(pid)
+    return None if ticks is None else WorkerProcess(pid, ticks)

@@ -30,6 +30,20 @@ class TaskMode(Enum):
 
 
 @dataclass(frozen=True)
+class WorkerProcess:
+    """The worker process that built a spec (the Spark driver), as its kernel names it.
+
+    ``pid`` is in the worker's pid namespace; ``start_ticks`` is its start time
+    (``/proc/<pid>/stat`` field 22, clock ticks after boot), which tells it from
+    a later process given the same pid. A task process that descends from it
+    (a local master) dies with it: ``task/worker_watch.py``.
+    """
+
+    pid: int
+    start_ticks: int
+
+
+@dataclass(frozen=True)
 class TaskSpec:
     connector: str
     task: int
@@ -78,6 +92,8 @@ class TaskSpec:
     # The worker's log format ("text" or "json", connect_runtime.logs): the task
     # process logs in it too. Levels come later, in the slot's answers.
     log_format: str = "text"
+    # The worker process that submitted the task; None where there is no /proc.
+    worker_process: WorkerProcess | None = None
 
     @property
     def mode(self) -> TaskMode:

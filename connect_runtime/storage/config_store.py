@@ -9,6 +9,7 @@ Records (one partition, compacted, read with read_committed)::
     tasks-fencing-<name>  {"task-count":N}                         KIP-618 task-count record
     session-key           {"key":<base64>,"algorithm":"HmacSHA256","creation-timestamp":<ms>}
     logger-cluster-<ns>   {"level":"DEBUG"}                        KIP-976, see on_logger_level
+    leader                {"url":...,"worker_id":...}              not Connect's, see LEADER_KEY
 
 Semantics (Kafka Connect's ``KafkaConfigBackingStore``):
 
@@ -27,6 +28,10 @@ Semantics (Kafka Connect's ``KafkaConfigBackingStore``):
   once compaction removes old commit records).
 * STOPPED is written as state "PAUSED" plus state.v2 "STOPPED", so workers
   that only know "state" pause the connector instead of failing.
+* ``leader_epoch`` is the offset of the latest ``leader`` record: each
+  election writes one, after fencing the previous leader, so it only grows and
+  orders elections against each other and against ``config_generation``
+  (offsets of the same partition). Task statuses use both (``status_store``).
 
 Writes are leader-only (KIP-618 "Leader access to config topic"): a
 transactional producer with ``transactional.id = connect-cluster-<group.id>``,
@@ -138,6 +143,9 @@ class ClusterConfigState:
     offset: int = -1
     session_key: SessionKey | None = None
     leader_url: str | None = None
+    leader_worker_id: str | None = None
+    leader_epoch: int = -1
+    """Offset of the latest ``leader`` record (-1: none): see the module docstring."""
     _connector_configs: Mapping[str, Config] = field(default_factory=dict)
     _target_states: Mapping[str, str] = field(default_factory=dict)
     _task_configs: Mapping[str, tuple[Config, ...]] = field(default_factory=dict)
@@ -191,6 +199,8 @@ class _MutableState:
     offset: int = -1
     session_key: SessionKey | None = None
     leader_url: str | None = None
+    leader_worker_id: str | None = None
+    leader_epoch: int = -1
     connector_configs: dict[str, Config] = field(default_factory=dict)
     target_states: dict[str, str] = field(default_factory=dict)
     task_configs: dict[str, tuple[Config, ...]] = field(default_factory=dict)
@@ -205,6 +215,8 @@ class _MutableState:
             offset=self.offset,
             session_key=self.session_key,
             leader_url=self.leader_url,
+            leader_worker_id=self.leader_worker_id,
+            leader_epoch=self.leader_epoch,
             _connector_configs=dict(self.connector_configs),
             _target_states=dict(self.target_states),
             _task_configs=dict(self.task_configs),
@@ -324,7 +336,10 @@ class _RecordProcessor:
         if key == LEADER_KEY:
             data = _load_dict("leader record", value) if value else None
             url = data.get("url") if data else None
+            worker_id = data.get("worker_id") if data else None
             self.state.leader_url = url if isinstance(url, str) else None
+            self.state.leader_worker_id = worker_id if isinstance(worker_id, str) else None
+            self.state.leader_epoch = offset
             return lambda listener: listener.on_session_key_update()
         if not key.startswith(_IGNORED_PREFIXES):
             log.error("Discarding config record with unknown key %r", key)

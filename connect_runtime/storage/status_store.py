@@ -10,6 +10,12 @@ Keys and values::
 
 * ``version`` (Connect 4.x, KIP-891) is the connector's or task's ``version()``;
   null or absent (records of older workers) when unknown.
+* ``generation`` orders assignments, as Connect's (its group generation): here
+  the later of two config-topic offsets, the commit of the task configs and the
+  writing leader's election (:func:`status_generation`). A reconfiguration and
+  a new leader both make it grow, so a new leader's UNASSIGNED replaces the
+  RUNNING of the instance its predecessor ran (next rule), and a zombie
+  leader's late UNASSIGNED does not replace its successor's RUNNING.
 
 * A connector name may contain '-', so a task key is split at its *last* '-'.
 * A tombstone for a connector's key removes that connector's task statuses too
@@ -17,6 +23,11 @@ Keys and values::
 * An UNASSIGNED task status from the same or an older generation does not
   replace a RUNNING one: during rebalances a worker may report a task it gave
   up after another worker already reported it running (Connect's rule).
+* A status that says what its writer does with an instance (RUNNING, PAUSED,
+  RESTARTING, UNASSIGNED), written by another worker before the current
+  leader's election, is not true any more: that worker lost the cluster and
+  its instances. The herder's reads show it as UNASSIGNED on the current
+  leader (:func:`as_seen_under_leader`) until the leader writes its own.
 * Writes read their own writes: ``put_*`` updates the local view at once, and
   records of the same key older than our write are then ignored when the
   background reader reaches them, so the view never goes back in time.
@@ -121,6 +132,37 @@ def parse_status(value: bytes) -> StatusRecord:
     if version is not None and not isinstance(version, str):
         raise DataException(f"status version is not a string: {value[:200]!r}")
     return StatusRecord(state, worker, trace, generation, version)
+
+
+# States that describe what the writing worker does with an instance; FAILED (why
+# the last instance ended) and STOPPED (a target state) stay true whoever wrote them.
+_HELD_STATES = frozenset({"RUNNING", "PAUSED", "RESTARTING", "UNASSIGNED"})
+
+
+def status_generation(config_generation: int, leader_epoch: int) -> int:
+    """The ``generation`` a leader writes in a status: the later of the task configs'
+    commit (``config_generation``) and its own election (``leader_epoch``, its
+    ``leader`` record's offset). Both are offsets of the config topic's one
+    partition, so the larger is the later event."""
+    return max(config_generation, leader_epoch)
+
+
+def as_seen_under_leader(record: StatusRecord, leader_worker_id: str | None,
+                         leader_epoch: int) -> StatusRecord:
+    """What a status means now that ``leader_worker_id`` leads since ``leader_epoch``.
+
+    Only the leader runs connector instances and tasks. A status in which another
+    worker says what it does with an instance (RUNNING, PAUSED, RESTARTING,
+    UNASSIGNED), written before this leader's election (a smaller generation),
+    describes an instance that is gone with that worker's leadership: it reads
+    as UNASSIGNED on the leader, which holds the task until its new instance
+    reports. Anything else is returned as is: the leader's own statuses, FAILED
+    and STOPPED, and every status while no leader is known.
+    """
+    if (leader_worker_id is None or record.worker_id == leader_worker_id
+            or record.state not in _HELD_STATES or record.generation >= leader_epoch):
+        return record
+    return StatusRecord("UNASSIGNED", leader_worker_id, None, record.generation)
 
 
 def _state_name(state: object) -> str:

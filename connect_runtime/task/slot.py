@@ -16,6 +16,9 @@ A slot runs task instances one after another until the driver says stop:
   slot quietly: the newer generation owns the work.
 * The task loop follows ``exactly.once.source.support``: transactional when
   ``enabled``, at-least-once (Connect's regular source task) otherwise.
+* A slot that runs as a descendant of its worker process (a local master) dies
+  the moment the worker does (``worker_watch``), whatever the process
+  group of the Spark JVM and PySpark's daemon.
 
 Logging: the Spark Python worker running a slot logs to its stderr in the
 worker's format (``TaskSpec.log_format``), every line in the task's context
@@ -49,6 +52,7 @@ from connect_runtime.task.loop import LoopDeps, LoopSignals, Outcome, TaskLoop
 from connect_runtime.task.metrics import TaskMetrics
 from connect_runtime.task.slot_control import SlotControl
 from connect_runtime.task.startup import start_task
+from connect_runtime.task.worker_watch import die_with_worker
 
 if TYPE_CHECKING:
     from connect_runtime.protocol.task_spec import TaskSpec
@@ -148,6 +152,8 @@ def _restarting(control: SlotControl) -> None:
 
 def run_slot(spec: TaskSpec, attempt: int) -> str:
     """Host task ``spec`` until told to stop. Returns how the slot ended. Never raises."""
+    # First: a process that outlived its worker would keep producing until fenced.
+    die_with_worker(spec.worker_process)
     control = SlotControl(spec, attempt)
     control.metrics = TaskMetrics(spec.mode.value)
     try:

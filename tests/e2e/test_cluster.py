@@ -364,3 +364,55 @@ def test_static_members_keep_their_roles_across_restarts(
         assert_exactly_once(kafka_bootstrap, topic, 2)
     finally:
         cluster.stop()
+
+
+def test_a_killed_leaders_tasks_read_unassigned_on_the_new_leader_until_they_run(
+        kafka_bootstrap: str, tmp_path: Path, unique_name: Callable[[str], str]) -> None:
+    """Before, the tasks of a SIGKILLed leader read RUNNING with its worker id, on
+    every worker, until their new instances reported (5-6 s after the election).
+
+    What is guaranteed (docs/rest.md, "Connectors and status"): between the kill
+    and the election, the dead leader's statuses are all anyone knows and are
+    shown as they are; from the moment a worker says it leads
+    (``GET /internal/leader``), its status answer names no instance of its
+    predecessor: the connector and each task are UNASSIGNED on the new leader,
+    then RUNNING on it once their new instances report."""
+    cluster = Cluster(kafka_bootstrap, tmp_path, 2).start()
+    try:
+        topic, name = unique_name("seq"), unique_name("takeover")
+        leader = cluster.wait_agreed_leader()
+        survivor = next(w for w in cluster.workers if w is not leader)
+        start_slow_sequence(leader, kafka_bootstrap, topic, name)
+        dead_id, new_id = (w.url.split("://", 1)[1] for w in (leader, survivor))
+        assert {t["worker_id"] for t in leader.status(name)["tasks"]} == {dead_id}
+
+        def entries(status: dict[str, Any]) -> list[tuple[str, str]]:
+            return [(e["state"], e["worker_id"]) for e in [status["connector"],
+                                                          *status["tasks"]]]
+
+        os.killpg(leader.proc.pid, signal.SIGKILL)  # type: ignore[union-attr]
+        samples: list[tuple[bool, list[tuple[str, str]]]] = []
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            try:  # "it leads" first: the status read after it must already agree
+                leads = httpx.get(f"{survivor.url}/internal/leader", timeout=5).json()[
+                    "is_leader"]
+                status = survivor.rest("GET", f"/connectors/{name}/status").json()
+            except httpx.HTTPError:
+                continue
+            samples.append((leads, entries(status)))
+            if leads and entries(status) == [("RUNNING", new_id)] * 3:
+                break
+            time.sleep(0.05)
+        taken_over = [seen for leads, seen in samples if leads]
+        assert taken_over and taken_over[-1] == [("RUNNING", new_id)] * 3, samples[-5:]
+        wrong = [seen for seen in taken_over
+                 if any(entry not in {("UNASSIGNED", new_id), ("RUNNING", new_id)}
+                        for entry in seen)]
+        assert not wrong, f"after the takeover: {wrong[:3]} (dead leader {dead_id})"
+        # The window was seen, and it said what was true.
+        assert any(("UNASSIGNED", new_id) in seen[1:] for seen in taken_over), taken_over[:3]
+        stop_and_wait(survivor, name)
+        assert_exactly_once(kafka_bootstrap, topic, 2)
+    finally:
+        cluster.stop()

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-from harness import WorkerProcess, free_port
+from harness import WorkerProcess, free_port, process_tree
 from kafka_helpers import create_topic, wait_for
 
 SEQ = "SequenceSourceConnector"
@@ -153,3 +155,53 @@ def test_tasks_spark_has_no_slot_for_say_so_in_their_status(
             "RUNNING", "RUNNING", "UNASSIGNED"]
     finally:
         assert w.stop() == 0
+
+
+def running(pid: int) -> bool:
+    """The process exists and is not a zombie (a dead process not reaped yet)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+
+
+def test_a_killed_workers_task_processes_die_with_it(
+        kafka_bootstrap: str, tmp_path: Path, unique_name: Callable[[str], str]) -> None:
+    """SIGKILL of the worker process (what the OOM killer does): the Python
+    processes running its tasks die with it, even though they sit in a process
+    group of their own (PySpark's daemon's) and whatever the rest of the tree
+    does. Before, they learnt of it only once the Spark JVM exited and then the
+    daemon: here both are stopped (SIGSTOP, a JVM slow in its shutdown hooks), so
+    the tasks went on polling and producing for as long as that lasted.
+    docs/operations.md, "When a worker is killed"."""
+    import uuid
+
+    w = WorkerProcess(kafka_bootstrap, f"pdeath-{uuid.uuid4().hex[:8]}", free_port(), tmp_path,
+                      {"spark.master": "local[2]"}).start()
+    assert w.proc is not None
+    tree: list[int] = []
+    try:
+        topic, name = unique_name("seq"), unique_name("pdeath")
+        create_topic(kafka_bootstrap, topic, partitions=2)
+        assert w.rest("POST", "/connectors", json={"name": name, "config": {
+            "connector.class": SEQ, "topic": topic, "tasks.max": "2",
+            "rate.per.sec": "100"}}).status_code == 201
+        w.wait_tasks(name, "RUNNING", 2)
+        tasks = [s["pid"] for s in w.slots() if s["connector"] == name]
+        tree = process_tree(w.proc.pid)
+        assert len(tasks) == 2 and set(tasks) <= set(tree), (tasks, tree)
+        # The premise: a kill of the worker's process group would miss them.
+        assert all(os.getpgid(pid) != w.proc.pid for pid in tasks)
+        for pid in tree:
+            if pid not in (w.proc.pid, *tasks):
+                os.kill(pid, signal.SIGSTOP)  # the JVM, PySpark's daemon
+        w.signal(signal.SIGKILL)
+        w.proc.wait(10)
+        wait_for(lambda: not any(running(pid) for pid in tasks), 30,
+                 f"the task processes {tasks} to die with their worker")
+    finally:
+        for pid in tree:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        w.stop()

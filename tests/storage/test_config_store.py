@@ -108,6 +108,30 @@ def test_records_on_the_wire_are_connects_format(
     ]
 
 
+def test_the_snapshot_names_the_leader_and_the_offset_of_its_election(
+    stores: Callable[..., ConfigStore],
+) -> None:
+    """Statuses are read as of the current leader (status_store.as_seen_under_leader):
+    every worker must see who it is and when it was elected, ordered against the
+    task configs' generations (offsets of the same partition)."""
+    first = stores()
+    assert (first.snapshot().leader_worker_id, first.snapshot().leader_epoch) == (None, -1)
+    first.claim_write_privileges()
+    first.put_leader("http://a:8083", "a:8083")
+    epoch = first.snapshot().offset - 1  # the write read itself back
+    assert (first.snapshot().leader_worker_id, first.snapshot().leader_epoch) == ("a:8083", epoch)
+    first.put_connector_config("c", {"k": "v"})
+    first.put_task_configs("c", [{"t": "0"}])
+    generation = first.snapshot().config_generation("c")
+    second = stores()
+    second.claim_write_privileges()  # fences the first, as a new leader does
+    second.put_leader("http://b:8083", "b:8083")
+    reader = stores()
+    snap = reader.snapshot()
+    assert (snap.leader_url, snap.leader_worker_id) == ("http://b:8083", "b:8083")
+    assert epoch < generation < snap.leader_epoch == second.snapshot().leader_epoch
+
+
 def test_each_write_is_visible_in_the_next_snapshot(stores: Callable[..., ConfigStore]) -> None:
     leader = stores()
     leader.claim_write_privileges()

@@ -17,11 +17,13 @@ from connect_runtime.storage.status_store import (
     StatusRecord,
     StatusStore,
     TopicStatus,
+    as_seen_under_leader,
     parse_status,
     parse_task_key,
     parse_topic_key,
     parse_topic_status,
     serialize_topic_status,
+    status_generation,
     task_key,
     topic_key,
 )
@@ -170,6 +172,68 @@ def test_stale_unassigned_does_not_replace_running(
     store.put_task("c", 0, "UNASSIGNED", "w1", generation=6)
     reader.read_to_end(30)
     assert reader.task_status("c", 0) == StatusRecord("UNASSIGNED", "w1", None, 6)
+
+
+def test_a_new_leaders_unassigned_replaces_its_predecessors_running_and_a_zombies_does_not(
+    topic: str, stores: Callable[[str], StatusStore],
+) -> None:
+    """Leader w1 (elected at offset 3) ran task configs committed at offset 10; w2 is
+    elected at offset 20 and takes the task over without a reconfiguration."""
+    w1, w2 = stores(topic), stores(topic)
+    w1.put_task("c", 0, "RUNNING", "w1", generation=status_generation(10, 3))
+    w2.read_to_end(30)
+    w2.put_task("c", 0, "UNASSIGNED", "w2", generation=status_generation(10, 20))
+    w1.read_to_end(30)
+    for view in (w1, w2, stores(topic)):
+        assert view.task_status("c", 0) == StatusRecord("UNASSIGNED", "w2", None, 20)
+    w2.put_task("c", 0, "RUNNING", "w2", generation=status_generation(10, 20))
+    # w1, a zombie that still thinks it leads, gives the task up late: stale.
+    w1.put_task("c", 0, "UNASSIGNED", "w1", generation=status_generation(10, 3))
+    for view in (w2, stores(topic)):
+        view.read_to_end(30)
+        assert view.task_status("c", 0) == StatusRecord("RUNNING", "w2", None, 20)
+    # A reconfiguration under w2 (commit at offset 25) starts the next generation.
+    w2.put_task("c", 0, "UNASSIGNED", "w2", generation=status_generation(25, 20))
+    assert w2.task_status("c", 0) == StatusRecord("UNASSIGNED", "w2", None, 25)
+
+
+@pytest.mark.parametrize(("state", "worker", "generation", "shown"), [
+    # What the previous leader w1 said of its instances, before w2's election (20).
+    ("RUNNING", "w1", 10, ("UNASSIGNED", "w2")),
+    ("PAUSED", "w1", 10, ("UNASSIGNED", "w2")),
+    ("RESTARTING", "w1", 10, ("UNASSIGNED", "w2")),
+    ("UNASSIGNED", "w1", 10, ("UNASSIGNED", "w2")),
+    # Still true whoever wrote them: why the last instance ended, a target state.
+    ("FAILED", "w1", 10, ("FAILED", "w1")),
+    ("STOPPED", "w1", 10, ("STOPPED", "w1")),
+    # The leader's own statuses, whatever their generation (an older version's).
+    ("RUNNING", "w2", 10, ("RUNNING", "w2")),
+    # Written at or after the election: a reader whose config view lags behind.
+    ("RUNNING", "w1", 20, ("RUNNING", "w1")),
+    ("RUNNING", "w3", 25, ("RUNNING", "w3")),
+])
+def test_statuses_are_read_as_of_the_current_leader(
+    state: str, worker: str, generation: int, shown: tuple[str, str],
+) -> None:
+    record = StatusRecord(state, worker, "a trace", generation, "1.0")
+    seen = as_seen_under_leader(record, "w2", 20)
+    assert (seen.state, seen.worker_id) == shown
+    if shown == (state, worker):
+        assert seen == record
+    else:  # the predecessor's trace and version describe an instance that is gone
+        assert (seen.trace, seen.version, seen.generation) == (None, None, generation)
+
+
+def test_no_known_leader_leaves_statuses_as_written() -> None:
+    record = StatusRecord("RUNNING", "w1", None, 10)
+    assert as_seen_under_leader(record, None, -1) == record
+    assert as_seen_under_leader(record, None, 20) == record
+
+
+def test_the_generation_is_the_later_of_configs_and_election() -> None:
+    assert status_generation(10, 20) == 20
+    assert status_generation(25, 20) == 25
+    assert status_generation(-1, -1) == -1
 
 
 def test_garbage_and_unmodelled_records_are_skipped(

@@ -408,7 +408,8 @@ class ExactlyOnceTaskLoop(TaskLoop):
             except Exception as e:
                 err = translate_kafka_error(e, f"commit_transaction for task {self.label}")
                 if isinstance(err, ProducerFencedError):
-                    self._in_txn = False
+                    # The transaction stays "open" for _on_failure, which needs its age
+                    # to tell a broker timeout (the task fails) from a newer generation.
                     raise err from e
                 if err.retriable and time.monotonic() < deadline:
                     continue

@@ -21,17 +21,22 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 from test_transaction_rules import (
     PART,
+    StepTask,
     committed,
     deps,
     in_thread,
     offsets_read_back,
     recs,
+    run_loop,
+    start_steps,
 )
 
 from connect_runtime.api.record import RecordMetadata, SourceRecord
-from connect_runtime.api.task import SourceTask
+from connect_runtime.api.task import SourceTask, TransactionContext
+from connect_runtime.errors import ConnectError
 from connect_runtime.protocol.task_spec import TaskMode
 from connect_runtime.storage.offsets.reader import TaskOffsetStorageReader
+from connect_runtime.task.exactly_once_loop import ExactlyOnceTaskLoop
 from connect_runtime.task.loop import LoopDeps, Outcome
 from connect_runtime.task.slot import run_task
 from connect_runtime.task.startup import StartedTask, TaskFactory
@@ -218,3 +223,28 @@ class _Idle(SourceTask):
 
     def stop(self) -> None:
         pass
+
+
+def test_rule6_a_poll_that_blocks_past_the_timeout_fails_the_task_saying_so(
+        kafka_bootstrap: str, topics: tuple[str, str], unique_name: Callable[[str], str]) -> None:
+    """Not rescued: no empty poll came while the transaction could still be rewound.
+    The poll returns, past the timeout, with a request to commit, and the broker has
+    aborted the transaction and bumped the epoch, which librdkafka reports at
+    commit as fencing. Before, the commit path forgot that a transaction was open,
+    so the task stopped as a fenced zombie; it fails naming the timeout."""
+    out, offsets = topics
+    first = recs(out, 0, 2)
+
+    def block_then_commit(txn: TransactionContext) -> list[SourceRecord]:
+        time.sleep(13)  # transaction.timeout.ms 2 s, and the broker checks every 10 s
+        txn.commit_transaction()
+        return []
+    task = StepTask([lambda txn: first, block_then_commit])
+    loop = ExactlyOnceTaskLoop(deps(kafka_bootstrap, offsets, task, unique_name("txn"), 2000),
+                               boundary=start_steps(task), transaction_timeout_s=2)
+    with pytest.raises(ConnectError, match=r"its transaction stayed open 1\ds, longer than "
+                                           r"transaction.timeout.ms \(2s\)"):
+        run_loop(loop, lambda: False, timeout=60)
+    assert not loop.rewound
+    assert committed(kafka_bootstrap, out) == ([], [])
+    assert offsets_read_back(kafka_bootstrap, offsets) is None

@@ -12,6 +12,10 @@ Threading contract:
   make ``poll`` return promptly (``None`` is fine). After ``stop`` the framework
   makes one last commit of what was already polled, then discards the task.
 
+A task that rewinds its transaction (``TransactionContext.rewind_transaction``)
+is stopped and discarded, and a new instance of its class runs the whole
+lifecycle again in the same Spark task, from the last committed offsets.
+
 Task configs travel from the driver to a Spark executor, so they are plain
 ``dict[str, str]`` (picklable by construction).
 """
@@ -56,28 +60,98 @@ class TransactionContext(Protocol):
 
     Only available when the connector runs with ``transaction.boundary=connector``
     on a worker with ``exactly.once.source.support=enabled``
-    (``SourceTaskContext.transaction_context()`` returns None otherwise).
+    (``SourceTaskContext.transaction_context()`` returns None otherwise). Call it
+    from the task's thread, inside ``poll`` as a rule.
 
-    * ``commit_transaction()`` / ``abort_transaction()`` act after the *next*
-      batch returned by ``poll`` has been sent.
-    * ``commit_transaction(record)`` / ``abort_transaction(record)`` act right
-      after that record is sent: it is the last record of the transaction.
-      ``record`` may be a :class:`~connect_runtime.api.record.RecordBatch` the
-      task returns: the transaction then ends after the batch's last row (a
-      batch is never split across transactions).
-    * Records of an aborted transaction are never visible to ``read_committed``
-      consumers, but their source offsets are committed with the next
-      transaction so the task is not handed them again (Kafka Connect's rule).
-    * Asking to commit and abort the same batch, or the same record, raises
-      :class:`~connect_runtime.errors.ConnectError`.
+    Rules (docs/connector-api.md#transaction-rules; each has a test in
+    tests/task/test_transaction_rules.py):
+
+    1. **A request without a record ends the open transaction after a poll.**
+       ``commit_transaction()`` / ``abort_transaction()`` made inside ``poll``
+       act once the list that poll returns has been sent. They end the *open
+       transaction*: every record sent since the last boundary, from earlier
+       polls too, not only this poll's. If the poll returns nothing, they end
+       what earlier polls left open. Made in ``commit_record`` or ``commit``,
+       they act at the next end of a poll's list. If no transaction is open at
+       that point, the request is dropped; it never carries over to later records.
+    2. **A record request names a record of the same poll.**
+       ``commit_transaction(record)`` / ``abort_transaction(record)`` make
+       ``record`` the last of its transaction. ``record`` is, by identity, a
+       :class:`~connect_runtime.api.record.SourceRecord` or a
+       :class:`~connect_runtime.api.record.RecordBatch` (the transaction then
+       ends after the batch's last row; a batch is never split) that the *same*
+       ``poll`` returns. A record of an earlier poll was already sent, with
+       others after it in the same transaction, so the transaction can no
+       longer end right after it: once the poll's list is sent, a request that
+       matched none of its items fails the task with
+       :class:`~connect_runtime.errors.ConnectError` naming the record (Kafka
+       Connect ignores it, leaving the transaction open until it times out).
+    3. **Several requests in one poll act in the order of the records.** A
+       record request acts right after its record, a request without a record
+       after the whole list; each ends whatever transaction is open at that
+       point, so one poll can end several transactions. So a record request on
+       a poll's last record wins over the opposite request without a record
+       (that one finds nothing open), as in Kafka Connect. Asking the same thing
+       twice is one request. Asking to commit and to abort after the same record,
+       or both without a record before the same boundary, raises
+       :class:`~connect_runtime.errors.ConnectError` from the second call, and
+       fails the task at that boundary even if the task catches the error.
+    4. **An aborted transaction's offsets advance.** Its records are never
+       visible to ``read_committed`` consumers, but their source offsets are
+       committed at once, in a transaction of their own, so neither this task
+       nor a later instance is handed those records again (Kafka Connect's
+       rule; ``connect-runtime verify`` counts them as aborted, not lost).
+       ``commit_record(record, None)`` is called for each. To read them again,
+       rewind instead (rule 5).
+    5. **Rewinding gives up the open transaction and reads it again**
+       (:meth:`rewind_transaction`). It wins over every other request of the
+       same poll: they are dropped with the list that poll returns.
+    6. **An idle open transaction is rewound before it times out.** The broker
+       aborts a transaction open longer than the producer's
+       ``transaction.timeout.ms`` (60 s by default;
+       ``producer.override.transaction.timeout.ms``), and in Kafka Connect the
+       task then fails. Here, when ``poll`` returns nothing while a transaction
+       has been open for 3/4 of that timeout, the framework rewinds it as in
+       rule 5 and logs a WARN naming the task and the timeout. A task that keeps
+       returning records without committing is not rescued: it fails, saying so.
+
+    On stop, an open transaction the task did not ask to end is aborted and not
+    its offsets (its records are polled again after a restart); on pause it is
+    left open. Both as in Kafka Connect.
     """
 
     def commit_transaction(self, record: SourceRecord | RecordBatch | None = None) -> None:
-        """Commit after the next batch, or right after ``record`` (see above)."""
+        """Commit the open transaction after this poll (rule 1), or right after
+        ``record``, returned by this poll (rule 2)."""
         ...
 
     def abort_transaction(self, record: SourceRecord | RecordBatch | None = None) -> None:
-        """Abort after the next batch, or right after ``record`` (see above)."""
+        """Abort the open transaction after this poll (rule 1), or right after
+        ``record``, returned by this poll (rule 2); its offsets still commit (rule 4)."""
+        ...
+
+    def rewind_transaction(self) -> None:
+        """Give up the open transaction and read its records again.
+
+        After the current ``poll()`` returns, the framework aborts the open
+        transaction (records already sent in it, and the list this poll returns,
+        which is not sent at all, never become visible to ``read_committed``
+        consumers), commits none of their offsets, stops the task (``stop()``)
+        and starts a NEW instance of the task class (``initialize(context)`` then
+        ``start(config)``), whose ``context.offset_storage_reader`` returns the
+        last committed offsets, so it reads those records again.
+
+        * Every other request of the same poll is dropped (rule 5): a
+          ``commit_transaction(record)`` for a record of this poll commits nothing.
+          Transactions that ended before stay as they ended.
+        * ``commit_record`` and ``commit`` are not called for the abandoned
+          records: they are not done, the new instance reads them again.
+        * The old instance is not used again; the new one gets a new context.
+          The task's status stays RUNNING. If the task is being stopped, no new
+          instance starts; the next start reads the same offsets.
+        * Called from ``commit_record`` or ``commit``, it acts at the end of the
+          poll being handled.
+        """
         ...
 
 

@@ -22,6 +22,16 @@ polled; a connector-defined transaction is committed only if the connector
 asked, otherwise it is aborted on stop (left open on pause) and its records are
 polled again after a restart, since their offsets never committed.
 
+Rewinding (``transaction.boundary=connector`` only): when the task calls
+``TransactionContext.rewind_transaction()``, or when a poll returns nothing while
+a transaction has been open for ``IDLE_REWIND_FRACTION`` of
+``transaction.timeout.ms`` (the broker would abort it at the full timeout and
+the task would fail), the loop aborts the open transaction without sending what
+that poll returned, commits none of its offsets, calls neither ``commit_record``
+nor ``commit`` for its records, and returns REWOUND. The slot then stops the
+task and starts a new instance, which reads the last committed offsets
+(:func:`connect_runtime.task.slot.run_task`).
+
 Failure rules: an exception from the task, a converter or the producer aborts
 the open transaction and fails the task; a fenced producer means a newer
 generation owns this task, so the loop stops quietly (outcome FENCED).
@@ -49,7 +59,7 @@ from connect_runtime.storage.offsets.format import (
     serialize_value,
     validate_partition_or_offset,
 )
-from connect_runtime.task.batches import dispatch, expand, offset_carrier
+from connect_runtime.task.batches import dispatch, expand, offset_carrier, record_count
 from connect_runtime.task.boundaries import BoundaryPolicy, Decision
 from connect_runtime.task.loop import LoopDeps, Outcome, TaskLoop
 
@@ -138,11 +148,21 @@ class ExactlyOnceTaskLoop(TaskLoop):
 
     def _after_poll(self, size: int) -> None:
         # Also after an empty poll: an interval boundary ends a transaction on time
-        # while the task idles.
-        decision = self.boundary.after_poll(size, self._in_txn)
-        if decision is not Decision.NONE:
-            self._end_transaction(decision)
+        # while the task idles, and an idle connector-defined one is rewound in time.
+        boundary = self.boundary
+        if not boundary.rewind_requested:  # a rewind wins over the poll's requests
+            decision = boundary.after_poll(size, self._in_txn)
+            if decision is not Decision.NONE:
+                self._end_transaction(decision)
+        if boundary.rewind_requested:  # asked in poll, or in commit_record/commit just now
+            self._rewind(idle_for_s=None)
+        elif boundary.idle_too_long(size, self._open_for(), self.transaction_timeout_s):
+            self._rewind(idle_for_s=self._open_for())
         self.producer.poll(0)
+
+    def _open_for(self) -> float | None:
+        """How long the open transaction has been open (seconds), or None."""
+        return time.monotonic() - self._txn_began if self._in_txn else None
 
     def _final_commit(self) -> None:
         # KIP-618: "including the end-of-life offset commit that takes place during
@@ -180,7 +200,9 @@ class ExactlyOnceTaskLoop(TaskLoop):
             f"transaction.timeout.ms ({self.transaction_timeout_s:.0f}s), so the broker "
             "aborted it and fenced the task's producer; nothing of it was committed. "
             + ("The task must end its transactions sooner (TransactionContext."
-               "commit_transaction), or raise producer.override.transaction.timeout.ms"
+               "commit_transaction), or raise producer.override.transaction.timeout.ms. "
+               "(A transaction is rewound in time only while poll() returns nothing; "
+               "this one kept receiving records, or a poll() blocked too long.)"
                if self.boundary.context is not None else
                "Shorten transaction.boundary.interval.ms or raise "
                "producer.override.transaction.timeout.ms")) from error
@@ -201,7 +223,11 @@ class ExactlyOnceTaskLoop(TaskLoop):
 
     def _send_polled(self, polled: Sequence[Any]) -> int:
         """Step 2 for one polled list, inside the open transaction (begun lazily,
-        step 1): runs of records and each batch as :func:`dispatch` hands them."""
+        step 1): runs of records and each batch as :func:`dispatch` hands them.
+        Nothing is sent if the task asked to rewind: ``_after_poll`` gives up the
+        transaction, and this list with it."""
+        if self.boundary.rewind_requested:
+            return record_count(polled)
         count = dispatch(polled, self.label, records=self._send_records,
                          record_batch=self._send_record_batch)
         if self.metrics is not None:
@@ -382,7 +408,8 @@ class ExactlyOnceTaskLoop(TaskLoop):
             except Exception as e:
                 err = translate_kafka_error(e, f"commit_transaction for task {self.label}")
                 if isinstance(err, ProducerFencedError):
-                    self._in_txn = False
+                    # The transaction stays "open" for _on_failure, which needs its age
+                    # to tell a broker timeout (the task fails) from a newer generation.
                     raise err from e
                 if err.retriable and time.monotonic() < deadline:
                     continue
@@ -405,8 +432,34 @@ class ExactlyOnceTaskLoop(TaskLoop):
         self._txn_size = 0
         self.task.commit()
 
-    def _abort(self) -> None:
-        """Connector-requested abort: records vanish; the caller commits their offsets."""
+    def _rewind(self, idle_for_s: float | None) -> None:
+        """Give up the open transaction (``idle_for_s``: the loop does so for an idle
+        one, else the task asked): abort it, keep none of its offsets, tell the task
+        nothing of its records (they are not done: a new instance reads them
+        again), and end the loop with REWOUND."""
+        if idle_for_s is not None:
+            log.warning(
+                "Task %s (connector %s): its transaction has been open %.1fs and poll() "
+                "returned nothing; the broker aborts a transaction open longer than "
+                "transaction.timeout.ms (%d ms), and the task would then fail. Rewinding it "
+                "instead: the transaction is aborted, none of its offsets committed, and a "
+                "new instance of the task reads its records again from the last committed "
+                "offsets. Commit sooner (TransactionContext.commit_transaction) or raise "
+                "producer.override.transaction.timeout.ms to avoid this", self.label,
+                self.connector, idle_for_s, round(self.transaction_timeout_s * 1000))
+        else:
+            log.info("Task %s (connector %s) asked to rewind (TransactionContext."
+                     "rewind_transaction): aborting its open transaction (%d records) and "
+                     "restarting from the last committed offsets", self.label, self.connector,
+                     self._txn_size)
+        self._abort(tell_task=False)
+        self._pending_offsets.clear()
+        self.rewound = True
+
+    def _abort(self, tell_task: bool = True) -> None:
+        """Abort the open transaction: its records vanish. Connector-requested
+        (``tell_task``): ``commit_record(record, None)`` for each, and the caller
+        commits their offsets; a rewind does neither."""
         if not self._in_txn:
             return
         try:
@@ -428,7 +481,7 @@ class ExactlyOnceTaskLoop(TaskLoop):
         if self._wants_metadata:
             records = self._txn_records
             self._txn_records, self._txn_metadata = [], []
-            for record in records:
+            for record in records if tell_task else ():
                 self.task.commit_record(record, None)
         self._txn_size = 0
 

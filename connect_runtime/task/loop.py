@@ -22,6 +22,9 @@ the same for both::
         polled = task.poll()   records and RecordBatch columns, in any mix
         _send_polled(polled)   if it has items; returns the records it held
         _after_poll(size)      always, so time-based work runs while the task idles
+        if self.rewound:       the hooks gave up the open transaction: run()
+                               returns REWOUND (exactly-once only; the slot then
+                               starts a new instance of the task)
     _final_commit()         graceful stop only; then run() returns STOPPED
     on an exception:        _on_failure(error) returns the outcome to return
                             (FENCED), or None to let the error propagate
@@ -70,6 +73,10 @@ class Outcome(Enum):
 
     STOPPED = "STOPPED"  # stop requested; the final commit or offset flush is done
     FENCED = "FENCED"  # a newer producer owns the transactional.id (exactly-once only)
+    # The open transaction was aborted and none of its offsets committed
+    # (TransactionContext.rewind_transaction, or an idle one near its timeout):
+    # the task instance must be replaced by one that reads them again.
+    REWOUND = "REWOUND"
 
 
 class LoopSignals:
@@ -133,7 +140,8 @@ class TaskLoop(ABC):
 
     The constructor copies what the hooks use from :class:`LoopDeps` to
     attributes of the loop, so no hook reaches through ``deps``. ``on_paused``
-    stays assignable after construction.
+    stays assignable after construction. A hook that gives up the open
+    transaction sets ``rewound``; ``run`` then returns REWOUND.
     """
 
     mode: ClassVar[TaskMode]
@@ -158,6 +166,7 @@ class TaskLoop(ABC):
         # Subclasses call durable(<topics of durable records>) where records become durable.
         self._active_topics = (None if deps.on_topics is None
                                else ActiveTopicReporter(deps.on_topics))
+        self.rewound = False
 
     @classmethod
     @abstractmethod
@@ -169,7 +178,8 @@ class TaskLoop(ABC):
 
     def run(self) -> Outcome:
         """Poll and send until a stop is requested; see the subclass for what
-        commits and when. Returns STOPPED, or what ``_on_failure`` decides."""
+        commits and when. Returns STOPPED, REWOUND (no final commit: the hooks
+        already aborted what was open), or what ``_on_failure`` decides."""
         signals, metrics, clock = self.signals, self.metrics, time.perf_counter
         try:
             while not signals.stop:
@@ -185,6 +195,8 @@ class TaskLoop(ABC):
                     if metrics is not None:  # Connect times batches, not empty polls
                         metrics.polled_batch(size, took)
                 self._after_poll(size)
+                if self.rewound:
+                    return Outcome.REWOUND
             self._final_commit()
             return Outcome.STOPPED
         except BaseException as e:

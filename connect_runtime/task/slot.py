@@ -19,6 +19,11 @@ A slot runs task instances one after another until the driver says stop:
 * A slot that runs as a descendant of its worker process (a local master) dies
   the moment the worker does (``worker_watch``), whatever the process
   group of the Spark JVM and PySpark's daemon.
+* A loop that gave up its transaction (Outcome.REWOUND: the task called
+  ``TransactionContext.rewind_transaction()``, or its transaction idled near
+  ``transaction.timeout.ms``) has the task instance replaced in place
+  (:func:`run_task`): stopped, and a new one started that reads the last
+  committed offsets. The status stays RUNNING; the producer stays.
 
 Logging: the Spark Python worker running a slot logs to its stderr in the
 worker's format (``TaskSpec.log_format``), every line in the task's context
@@ -55,7 +60,9 @@ from connect_runtime.task.startup import start_task
 from connect_runtime.task.worker_watch import die_with_worker
 
 if TYPE_CHECKING:
+    from connect_runtime.api.task import SourceTask
     from connect_runtime.protocol.task_spec import TaskSpec
+    from connect_runtime.task.startup import StartedTask
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +80,7 @@ def _run_instance(spec: TaskSpec, control: SlotControl, redactor: Redactor) -> O
     control.attach(signals, None)
     started = None
     mirror = None
+    stops_its_tasks = False  # run_task stops the instances once it has them
     try:
         # Sign the fence request with the current key, not the one of submission time.
         current = dataclasses.replace(spec, session_key=control.session_key)
@@ -109,21 +117,65 @@ def _run_instance(spec: TaskSpec, control: SlotControl, redactor: Redactor) -> O
             on_topics=control.report_topics if spec.topic_tracking else None,
             metrics=metrics,
         )
-        # EXACTLY_ONCE (exactly.once.source.support=enabled): transactions;
-        # AT_LEAST_ONCE (disabled or preparing): Connect's WorkerSourceTask.
-        return loop_for(started.mode).for_started(deps, started).run()
+        stops_its_tasks = True
+        return run_task(started, deps, lambda task: control.attach(signals, task),
+                        lambda task: _quietly(spec, "stop()", task.stop, redactor))
     except StartupAbandoned as e:
         log.info("task %s: %s", spec.task_label, e)
         return None
     finally:
         control.attach(None, None)
         if started is not None:
-            _quietly(spec, "stop()", started.task.stop, redactor)
+            if not stops_its_tasks:
+                _quietly(spec, "stop()", started.task.stop, redactor)
             if started.transforms is not None:
                 _quietly(spec, "closing its transforms", started.transforms.close, redactor)
             _close_producer_quietly(spec, started.producer)
         if mirror is not None:
             mirror.close(10)
+
+
+def run_task(started: StartedTask, deps: LoopDeps,
+             attach: Callable[[SourceTask | None], None],
+             stop: Callable[[SourceTask], None]) -> Outcome:
+    """Run the loop of ``started`` (``deps`` built for it) until it ends for good.
+
+    EXACTLY_ONCE (``exactly.once.source.support=enabled``): transactions;
+    AT_LEAST_ONCE (``disabled`` or ``preparing``): Connect's WorkerSourceTask.
+    Each time the loop ends REWOUND (it aborted the open transaction and
+    committed none of its offsets), the instance is replaced: ``stop(task)``,
+    then a new one is started (:meth:`~connect_runtime.task.startup.StartedTask.
+    rewound`) that reads the last committed offsets, and its loop runs. If a stop
+    was requested meanwhile no new instance starts: the outcome is STOPPED, and
+    the next start reads the same offsets.
+
+    ``attach(task)`` tells whoever delivers stop requests (``task.stop()``, from
+    another thread) which instance is live; None while instances change. Every
+    instance that started is stopped (``stop``) before this returns or raises;
+    one whose ``start`` raised is not (Connect stops only started tasks).
+    """
+    live: SourceTask | None = started.task
+    try:
+        while True:
+            attach(started.task)
+            loop = loop_for(started.mode).for_started(
+                dataclasses.replace(deps, task=started.task), started)
+            outcome = loop.run()
+            if outcome is not Outcome.REWOUND:
+                return outcome
+            if deps.signals.stop:
+                return Outcome.STOPPED
+            attach(None)
+            live = None
+            stop(started.task)
+            log.info("task %s: its transaction was rewound; starting a new instance of the "
+                     "task from the last committed offsets", deps.label)
+            started = started.rewound()
+            live = started.task
+    finally:
+        attach(None)
+        if live is not None:
+            stop(live)
 
 
 def _close_producer_quietly(spec: TaskSpec, producer: Any) -> None:

@@ -13,7 +13,9 @@
 4. Create the transactional producer and ``init_transactions()`` (this also
    aborts whatever a previous instance of this task left open).
 5. Read the config topic to the end again; abandon if a newer generation exists.
-6. Read offsets, build converters, instantiate the task, ``task.start(config)``.
+6. Build converters, read offsets, instantiate the task, ``task.start(config)``
+   (:class:`TaskFactory`, kept: a task that rewinds its transaction is replaced
+   by a new instance that reads the offsets committed by then).
 
 "Abandon" is not failure: a newer generation of tasks replaces this one, so the
 slot ends quietly and its status is left to the newer generation.
@@ -32,6 +34,7 @@ read_committed for their offset consumers), and after a soft downgrade from
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import logging
 from collections.abc import Callable
@@ -91,6 +94,7 @@ class StartedTask:
     ``EXACTLY_ONCE``: ``boundary`` is set, and the loop also uses
     ``transaction_timeout_s``. ``AT_LEAST_ONCE``: ``boundary`` is None, and the loop
     uses ``offset_flush_interval_s`` and ``offset_flush_timeout_s`` instead.
+    ``factory`` started ``task`` and starts its replacements (:meth:`rewound`).
     """
 
     mode: TaskMode
@@ -108,6 +112,48 @@ class StartedTask:
     header_converter: HeaderConverter | None = None
     transforms: TransformationChain | None = None
     errors: ErrorHandler | None = None
+    factory: TaskFactory | None = None
+
+    def rewound(self) -> StartedTask:
+        """A new, started instance of the task in place of ``task``, which the
+        caller has stopped after the loop gave up its transaction (Outcome.
+        REWOUND). The new instance reads the offsets committed by now and gets a
+        new transaction context; the producer, converters, transforms and error
+        handler stay. Raises what the new instance's ``start`` raises."""
+        if self.factory is None:
+            raise ValueError("this task was not started by a TaskFactory; it cannot rewind")
+        task, boundary = self.factory.start()
+        return dataclasses.replace(self, task=task, boundary=boundary)
+
+
+@dataclass(frozen=True, kw_only=True)
+class TaskFactory:
+    """Starts instances of the task class: the end of step 6.
+
+    ``read_offsets()`` reads the committed offsets afresh (a snapshot reader, see
+    :class:`~connect_runtime.storage.offsets.reader.TaskOffsetStorageReader`).
+    ``boundary_kind`` is the connector's ``transaction.boundary`` in exactly-once
+    mode and None in at-least-once mode (no boundary and, as in Connect, no
+    transaction context).
+    """
+
+    task_class: type[SourceTask]
+    config: dict[str, str]
+    read_offsets: Callable[[], OffsetStorageReader]
+    boundary_kind: str | None
+    interval_ms: int
+
+    def start(self) -> tuple[SourceTask, BoundaryPolicy | None]:
+        """A new instance, ``initialize``d and ``start``ed, and the boundary policy
+        over its transaction context. Raises what ``start`` raises."""
+        reader = self.read_offsets()
+        txn = TaskTransactionContext() if self.boundary_kind == "connector" else None
+        task = self.task_class()
+        task.initialize(TaskContext(dict(self.config), reader, txn))
+        task.start(dict(self.config))
+        if self.boundary_kind is None:
+            return task, None
+        return task, BoundaryPolicy(self.boundary_kind, self.interval_ms, txn)
 
 
 class TaskContext:
@@ -316,25 +362,27 @@ def start_task(spec: TaskSpec, should_stop: Any,
             check_generation(spec, "config topic read after creating the producer")  # step 5
         else:
             _log_ignored_boundary(spec, connector_config)
-        reader = TaskOffsetStorageReader(  # step 6
-            connector=spec.connector,
-            bootstrap_servers=spec.bootstrap_servers,
-            global_topic=spec.global_offsets_topic,
-            connector_topic=own_topic if own_topic != spec.global_offsets_topic else None,
-            consumer_overrides=spec.consumer_overrides,
-            admin_overrides=spec.admin_overrides,
-        )
-        key_conv, value_conv = _converters(spec, resolved_connector)
+        key_conv, value_conv = _converters(spec, resolved_connector)  # step 6
         header_conv = _header_converter(spec, resolved_connector)
         transforms = _transformation_chain(connector_config)
-        boundary_kind = connector_config.transaction_boundary.value
-        # Connect hands regular tasks no transaction context either.
-        txn = TaskTransactionContext() if exactly_once and boundary_kind == "connector" else None
-        interval_ms = connector_config.transaction_boundary_interval_ms(
-            spec.offset_flush_interval_ms)
-        task = load_task_class(resolved_task["task.class"])()
-        task.initialize(TaskContext(dict(resolved_task), reader, txn))
-        task.start(dict(resolved_task))
+
+        def read_offsets() -> OffsetStorageReader:
+            return TaskOffsetStorageReader(
+                connector=spec.connector,
+                bootstrap_servers=spec.bootstrap_servers,
+                global_topic=spec.global_offsets_topic,
+                connector_topic=own_topic if own_topic != spec.global_offsets_topic else None,
+                consumer_overrides=spec.consumer_overrides,
+                admin_overrides=spec.admin_overrides,
+            )
+        factory = TaskFactory(
+            task_class=load_task_class(resolved_task["task.class"]),
+            config=dict(resolved_task), read_offsets=read_offsets,
+            # Connect hands regular tasks no boundary and no transaction context.
+            boundary_kind=connector_config.transaction_boundary.value if exactly_once else None,
+            interval_ms=connector_config.transaction_boundary_interval_ms(
+                spec.offset_flush_interval_ms))
+        task, boundary = factory.start()
     except BaseException:
         producer.flush(1)
         if transforms is not None:  # built before a later step failed
@@ -350,7 +398,7 @@ def start_task(spec: TaskSpec, should_stop: Any,
         connector_offsets_topic=own_topic if own_topic != spec.global_offsets_topic else None,
         key_converter=key_conv,
         value_converter=value_conv,
-        boundary=BoundaryPolicy(boundary_kind, interval_ms, txn) if exactly_once else None,
+        boundary=boundary,
         transaction_timeout_s=float(
             conf.get("transaction.timeout.ms", DEFAULT_TRANSACTION_TIMEOUT_MS)) / 1000,
         offset_flush_interval_s=spec.offset_flush_interval_ms / 1000,
@@ -358,6 +406,7 @@ def start_task(spec: TaskSpec, should_stop: Any,
         header_converter=header_conv,
         transforms=transforms,
         errors=errors,
+        factory=factory,
     )
 
 

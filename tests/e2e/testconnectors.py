@@ -11,6 +11,7 @@ import hashlib
 from connect_runtime import (
     ConfigDef,
     ConfigException,
+    ConnectorTransactionBoundaries,
     ExactlyOnceSupport,
     Importance,
     SourceConnector,
@@ -229,3 +230,77 @@ class SecretsSourceConnector(_OneTaskConnector):
 
     def task_class(self) -> type[SourceTask]:
         return SecretsTask
+
+
+class GroupedTask(SourceTask):
+    """Records ``{"partition": 0, "seq": n}`` for n below ``total``, two a poll, in
+    groups of ``group.size`` that consumers must see whole (transaction.boundary=
+    connector: commit after each group's last record). Resumes from its committed
+    offset; each start appends the offset it read to ``<state.dir>/starts``.
+
+    ``rewind.at``: the first instance asks to rewind in the poll returning that seq
+    (once: ``<state.dir>/rewound`` marks it). ``late.from`` and ``late.by.ms``: seqs
+    from ``late.from`` on exist only ``late.by.ms`` after the first start, so until
+    then a task has a group open and nothing to read.
+    """
+
+    def start(self, config: dict[str, str]) -> None:
+        import json
+        import time
+        from pathlib import Path
+
+        self.topic = config["topic"]
+        self.total = int(config.get("total", "12"))
+        self.group = int(config.get("group.size", "4"))
+        self.state = Path(config["state.dir"])
+        rewind = config.get("rewind.at")
+        self.rewind_at = (int(rewind) if rewind and not (self.state / "rewound").exists()
+                          else None)
+        first = self.state / "first-start"
+        if not first.exists():
+            first.write_text(str(time.time()))
+        self.late_from = int(config.get("late.from", str(self.total)))
+        self.late_at = float(first.read_text()) + int(config.get("late.by.ms", "0")) / 1000
+        offset = self.context.offset_storage_reader.offset({"source": "grouped"})
+        with (self.state / "starts").open("a") as f:
+            f.write(json.dumps(offset) + "\n")
+        self.next = int(offset["seq"]) if offset else 0  # type: ignore[arg-type]
+        self.txn = self.context.transaction_context()
+        if self.txn is None:
+            raise ConfigException("GroupedTask needs transaction.boundary=connector")
+
+    def poll(self) -> list[SourceRecord] | None:
+        import time
+
+        available = self.total if time.time() >= self.late_at else self.late_from
+        end = min(self.next + 2, available)
+        if end <= self.next:
+            time.sleep(0.05)
+            return None
+        batch = [SourceRecord({"source": "grouped"}, {"seq": n + 1}, self.topic,
+                              value={"partition": 0, "seq": n}, key=str(n))
+                 for n in range(self.next, end)]
+        self.next = end
+        assert self.txn is not None
+        for record in batch:
+            if (record.value["seq"] + 1) % self.group == 0:
+                self.txn.commit_transaction(record)
+        if self.rewind_at is not None and batch[0].value["seq"] <= self.rewind_at < end:
+            # Give up the open group: after this poll, a new instance of the task
+            # reads it again from the last committed offset.
+            self.txn.rewind_transaction()
+            self.rewind_at = None
+            (self.state / "rewound").write_text("")  # once, across instances
+        return batch
+
+    def stop(self) -> None:
+        pass
+
+
+class GroupedSourceConnector(_OneTaskConnector):
+    def task_class(self) -> type[SourceTask]:
+        return GroupedTask
+
+    def can_define_transaction_boundaries(
+            self, config: dict[str, str]) -> ConnectorTransactionBoundaries:
+        return ConnectorTransactionBoundaries.SUPPORTED

@@ -190,7 +190,12 @@ class RecordingTransactionContext:
         already sent in it and the batch this poll returns are never visible),
         commits none of their offsets, stops the task (stop()) and starts a NEW
         instance of the task class (initialize(context) then start(config)) whose
-        offset_storage_reader() returns the last committed offsets."""
+        offset_storage_reader() returns the last committed offsets.
+
+        Under a :class:`TaskRunner`: the list that poll returns is not sent, and
+        the poll's other requests are dropped; ``commit_record`` and ``commit``
+        are not called for the given-up records. Asked from ``commit_record`` or
+        ``commit``, it acts at the end of the poll being handled."""
         self._rewind = True
         self.requests.append(("rewind", None))
 
@@ -256,7 +261,8 @@ class Transaction:
     * ``items``: what ``poll`` returned into it, in order: ``SourceRecord``
       objects, and ``RecordBatch`` objects whole (a batch is never split across
       transactions; an empty one sends nothing and is left out). A rewound
-      transaction also holds the items of the poll that asked for the rewind.
+      transaction also holds what the poll that asked for the rewind returned
+      (never sent).
     * ``offsets``: the ``(source partition, source offset)`` pairs committed
       with it, the latest of each partition, as the reader returns them
       afterwards; empty when it is ``DISCARDED`` or its records carry no
@@ -477,18 +483,24 @@ class TaskRunner(Generic[_T]):
 
     def _round(self) -> int:
         polled = self.task.poll()
-        transactions = self.context.transaction_context()
-        if transactions is not None and transactions._rewind:
-            self._rewind(polled)
-            return record_count(polled) if polled else 0
         size = 0
-        if polled:
+        unsent: Sequence[Any] = ()
+        if polled and self._rewinding():  # asked in poll: the list is not sent at all
+            size, unsent = record_count(polled), polled
+        elif polled:
             size = dispatch(polled, self._label, records=self._send_records,
                             record_batch=self._send_record_batch)
-        decision = self._boundary.after_poll(size, self._in_txn)
-        if decision is not Decision.NONE:
-            self._end(decision)
+        if not self._rewinding():  # a rewind wins over the poll's other requests
+            decision = self._boundary.after_poll(size, self._in_txn)
+            if decision is not Decision.NONE:
+                self._end(decision)
+        if self._rewinding():  # asked in poll, or in commit_record/commit just now
+            self._rewind(unsent)
         return size
+
+    def _rewinding(self) -> bool:
+        transactions = self.context.transaction_context()
+        return transactions is not None and transactions._rewind
 
     def _send_records(self, records: Sequence[SourceRecord]) -> int:
         """A run of records, record by record (the loop's bulk path for runs
@@ -604,10 +616,11 @@ class TaskRunner(Generic[_T]):
             self._record(Outcome.DISCARDED, {})
         self._pending.clear()
 
-    def _rewind(self, polled: Sequence[Any] | None) -> None:
+    def _rewind(self, unsent: Sequence[Any]) -> None:
         """``rewind_transaction()``: discard the open transaction with what this poll
-        returned, stop the instance and start a new one on the committed offsets."""
-        self._discard(polled or ())
+        returned unsent, stop the instance and start a new one on the committed
+        offsets."""
+        self._discard(unsent)
         stopping, self._instance = self.task, None
         stopping.stop()
         self.restarts += 1

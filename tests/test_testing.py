@@ -387,6 +387,29 @@ def test_a_rewind_discards_the_open_transaction_and_restarts_on_the_committed_of
         "commit", "rewind"]
 
 
+def test_a_rewind_asked_in_commit_acts_at_the_end_of_that_poll() -> None:
+    class RewindsOnCommit(Counter):
+        def poll(self) -> list[Any] | None:
+            items = super().poll()
+            ctx = self.context.transaction_context()
+            assert ctx is not None
+            if items and items[0].value == 0:
+                ctx.commit_transaction(items[0])  # 0 commits; 1, 2 stay open
+            return items
+
+        def commit(self) -> None:
+            super().commit()
+            if self.commits == 1:
+                self.context.transaction_context().rewind_transaction()  # type: ignore[union-attr]
+
+    with TaskRunner(RewindsOnCommit, {}, boundary="connector") as runner:
+        runner.run(polls=1)
+        assert runner.restarts == 1
+        assert runner.task.next == 1  # the new instance resumes after record 0
+    assert shape(runner) == [("committed", [0], [{"next": 1}]),
+                             ("discarded", [1, 2], [])]
+
+
 # -------------------------------------------- the parts alone, bad input
 
 

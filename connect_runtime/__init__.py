@@ -1,7 +1,8 @@
 """connect_runtime: exactly-once source connectors (KIP-618) whose tasks run on Spark.
 
 This module is the connector author's whole API; ``tests/test_public_api.py``
-locks the set below. Everything under ``connect_runtime.*`` that is not
+locks the set below, and the names of :mod:`connect_runtime.testing`, the kit
+for authors' tests. Everything else under ``connect_runtime.*`` that is not
 re-exported here is internal and may change without notice.
 """
 

@@ -27,7 +27,7 @@ ROOT = "<root>"  # connect_runtime/__init__.py: the connector author's API
 LAYERS: list[set[str]] = [
     {"cli"},
     {"worker"},  # process wiring
-    {"rest", "tools", "connectors"},
+    {"rest", "tools", "connectors", "testing"},  # testing: the authors' test kit
     {"cluster"},  # control plane (driver)
     {"task"},  # data plane (executors)
     {"protocol", "storage"},
@@ -49,6 +49,12 @@ ONLY: dict[tuple[str, str], set[str]] = {
 }
 # Bundled connectors are written as a user's would be: against the public API only.
 PUBLIC_ONLY = {"connectors"}
+# The test kit (connect_runtime.testing) runs in plain pytest, with no broker
+# or Spark, and applies the task loop's own rules: beside the public API it may
+# import only the pure modules that decide them.
+PURE_ONLY: dict[str, set[str]] = {"testing": {
+    "connect_runtime.task.boundaries", "connect_runtime.task.batches",
+    "connect_runtime.storage.offsets.format", "connect_runtime.config.connector_config"}}
 
 Edges = dict[str, dict[str, set[str]]]  # importer part -> imported part -> modules
 
@@ -208,6 +214,10 @@ def layer_violations(edges: Edges, layers: list[set[str]]) -> list[str]:
             if source in PUBLIC_ONLY and target not in {ROOT}:
                 problems.append(f"{source} must use the public API (`from connect_runtime "
                                 f"import ...`), not {sorted(modules)}")
+            pure = PURE_ONLY.get(source)
+            if pure is not None and target not in {ROOT, "api", "errors"} and modules - pure:
+                problems.append(f"{source} may import beside the API only the pure modules "
+                                f"{sorted(pure)}, not {sorted(modules - pure)}")
     return problems
 
 
@@ -261,6 +271,8 @@ def test_checker_finds_a_cycle() -> None:
     (("security", "task"), "not in a lower layer"),  # both planes use it, it uses neither
     (("security", "config"), "not in a lower layer"),
     (("connectors", "api"), "public API"),
+    (("testing", "kafka"), "only the pure modules"),  # the kit must run without a broker
+    (("testing", "cluster"), "only the pure modules"),
 ])
 def test_checker_flags_layer_breaches(pair: tuple[str, str], complaint: str) -> None:
     problems = layer_violations(_edges(pair), LAYERS)

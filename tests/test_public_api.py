@@ -9,6 +9,7 @@ import inspect
 import types
 
 import connect_runtime
+import connect_runtime.testing
 
 EXPECTED = {
     "NO_DEFAULT", "CaseInsensitiveValidString", "Config", "ConfigDef", "ConfigException",
@@ -20,6 +21,12 @@ EXPECTED = {
     "SourceConnector", "SourceRecord", "SourceTask",
     "SourceTaskContext", "Struct", "TransactionContext", "Transformation", "Type",
     "ValidString", "Validator", "Width", "__version__", "connect_schema", "schema_of",
+}
+
+# The test kit: a public module of its own, imported by authors' tests, not by connectors.
+TEST_KIT = {
+    "CommittedOffsets", "MemoryTaskContext", "Outcome", "RecordingTransactionContext",
+    "TaskRunner", "Transaction",
 }
 
 
@@ -66,6 +73,11 @@ def test_exported_members_are_exactly_the_documented_api() -> None:
 
 def test_every_exported_class_and_method_is_documented() -> None:
     assert undocumented(connect_runtime) == []
+
+
+def test_the_test_kit_exports_exactly_its_documented_names() -> None:
+    assert set(connect_runtime.testing.__all__) == TEST_KIT
+    assert undocumented(connect_runtime.testing) == []
 
 
 def test_the_checks_catch_what_they_are_for() -> None:

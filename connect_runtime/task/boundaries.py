@@ -13,6 +13,7 @@ This module holds no Kafka code; the task loop asks it "commit or abort now?".
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from enum import Enum
 from typing import TYPE_CHECKING
 
@@ -136,9 +137,15 @@ class TaskTransactionContext:
 
 
 class BoundaryPolicy:
-    """Decides when to end the open transaction, for one ``transaction.boundary`` kind."""
+    """Decides when to end the open transaction, for one ``transaction.boundary`` kind.
 
-    def __init__(self, kind: str, interval_ms: int, context: TaskTransactionContext | None) -> None:
+    ``clock`` (seconds, monotonic) times the ``interval`` kind: the task loop uses
+    the real one; the test kit (:mod:`connect_runtime.testing`) lets a test pass
+    its own, so that the same rule decides there without sleeping.
+    """
+
+    def __init__(self, kind: str, interval_ms: int, context: TaskTransactionContext | None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         if kind not in ("poll", "interval", "connector"):
             raise ValueError(f"unknown transaction.boundary {kind!r}")
         if kind == "connector" and context is None:
@@ -146,10 +153,11 @@ class BoundaryPolicy:
         self.kind = kind
         self.interval_s = interval_ms / 1000.0
         self.context = context
-        self._deadline = time.monotonic() + self.interval_s
+        self._clock = clock
+        self._deadline = clock() + self.interval_s
 
     def transaction_began(self) -> None:
-        self._deadline = time.monotonic() + self.interval_s
+        self._deadline = self._clock() + self.interval_s
 
     def after_record(self, record: SourceRecord | RecordBatch) -> Decision:
         """Called after each record (or batch) is sent; only connector boundaries end
@@ -165,7 +173,7 @@ class BoundaryPolicy:
         if self.kind == "poll":
             return Decision.COMMIT if size and transaction_open else Decision.NONE
         if self.kind == "interval":
-            if transaction_open and time.monotonic() >= self._deadline:
+            if transaction_open and self._clock() >= self._deadline:
                 return Decision.COMMIT
             return Decision.NONE
         assert self.context is not None

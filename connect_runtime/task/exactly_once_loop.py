@@ -35,6 +35,10 @@ task and starts a new instance, which reads the last committed offsets
 Failure rules: an exception from the task, a converter or the producer aborts
 the open transaction and fails the task; a fenced producer means a newer
 generation owns this task, so the loop stops quietly (outcome FENCED).
+
+The authors' test kit (:class:`connect_runtime.testing.TaskRunner`) follows
+this sequencing without Kafka; change both together
+(``tests/task/test_testing_kit_vs_loop.py`` compares them).
 """
 
 from __future__ import annotations

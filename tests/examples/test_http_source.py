@@ -1,8 +1,10 @@
 """The HTTP source example's own logic, against its real tiny server (no Kafka).
 
-The task runs with a small in-memory context (committed offsets, a recording
-transaction context): what it polls, the offsets it stores, where it resumes
-and where it ends transactions are the connector's decisions, tested here in
+The task runs in the test kit (``connect_runtime.testing``): a ``TaskRunner``
+drives it as the framework does, with an in-memory offsets reader and, for
+``transaction.boundary=connector``, the runtime's own rules for where
+transactions end. What it polls, the offsets it commits, where it resumes and
+where its transactions end are the connector's decisions, tested here in
 seconds. That those records and offsets reach Kafka exactly once is
 ``test_http_source_e2e.py``'s job.
 """
@@ -15,7 +17,6 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
@@ -23,7 +24,7 @@ from http_source.config import TASK_STREAMS
 from http_source.connector import HttpSourceConnector
 from http_source.server import EventFeed, ends_batch, running
 from http_source.server import main as server_main
-from http_source.task import Event, HttpSourceTask
+from http_source.task import Event, HttpSourceTask, source_partition
 
 from connect_runtime import (
     ConfigException,
@@ -32,72 +33,29 @@ from connect_runtime import (
     SourceRecord,
     schema_of,
 )
+from connect_runtime.testing import (
+    MemoryTaskContext,
+    Outcome,
+    RecordingTransactionContext,
+    TaskRunner,
+)
 
 HTTP_SOURCE = Path(__file__).resolve().parents[2] / "examples" / "http_source"
 N = 45
 
 
-class Committed:
-    """An OffsetStorageReader over ``{stream: offset}``."""
-
-    def __init__(self, offsets: Mapping[str, dict[str, object]]) -> None:
-        self._offsets = offsets
-
-    def offset(self, partition: Mapping[str, Any]) -> dict[str, object] | None:
-        return self._offsets.get(partition["stream"])
-
-    def offsets(self, partitions: Iterable[Mapping[str, Any]],
-                ) -> list[tuple[Mapping[str, Any], dict[str, object] | None]]:
-        return [(p, self.offset(p)) for p in partitions]
-
-
-class Transactions:
-    """A TransactionContext that records the records it was asked to commit after."""
-
-    def __init__(self) -> None:
-        self.commits: list[SourceRecord] = []
-
-    def commit_transaction(self, record: SourceRecord | None = None) -> None:
-        assert record is not None, "the task names the last record of each transaction"
-        self.commits.append(record)
-
-    def abort_transaction(self, record: SourceRecord | None = None) -> None:
-        raise AssertionError("the HTTP source never aborts")
-
-
-class Context:
-    def __init__(self, config: dict[str, str], offsets: Committed,
-                 transactions: Transactions | None) -> None:
-        self.config = config
-        self.offset_storage_reader = offsets
-        self._transactions = transactions
-
-    def transaction_context(self) -> Transactions | None:
-        return self._transactions
-
-
-def start_task(url: str, streams: str, *, offsets: Mapping[str, dict[str, object]] | None = None,
-               transactions: Transactions | None = None, batch_size: int = 10) -> HttpSourceTask:
-    """A started task, configured the way the connector configures it."""
+def task_config(url: str, streams: str, batch_size: int = 10) -> dict[str, str]:
+    """The config of the connector's one task, as the connector makes it."""
     connector = HttpSourceConnector()
     connector.start({"url": url, "streams": streams, "topic": "events",
                      "batch.size": str(batch_size), "poll.interval.ms": "10"})
     (config,) = connector.task_configs(1)
-    task = HttpSourceTask()
-    task.initialize(Context(config, Committed(offsets or {}), transactions))  # type: ignore[arg-type]
-    task.start(config)
-    return task
+    return config
 
 
-def poll_until(task: HttpSourceTask, count: int) -> list[list[SourceRecord]]:
-    """The non-empty batches polled until ``count`` records came (or 10 s passed)."""
-    batches: list[list[SourceRecord]] = []
-    deadline = time.monotonic() + 10
-    while sum(map(len, batches)) < count and time.monotonic() < deadline:
-        batch = task.poll()
-        if batch:
-            batches.append(batch)
-    return batches
+def committed(offsets: Mapping[str, int]) -> list[tuple[dict[str, str], dict[str, int]]]:
+    """``{stream: id}`` as the committed offsets a task resumes from."""
+    return [(source_partition(stream), {"after": after}) for stream, after in offsets.items()]
 
 
 def by_stream(records: Iterable[SourceRecord]) -> dict[str, list[int]]:
@@ -109,10 +67,11 @@ def by_stream(records: Iterable[SourceRecord]) -> dict[str, list[int]]:
 
 def test_a_task_emits_every_event_once_in_order_with_the_offset_of_the_next_read() -> None:
     feed = EventFeed(["orders", "refunds"], rate=0, max_events=N)
-    with running(feed) as server:
-        task = start_task(server.url, "orders,refunds")
-        records = [r for batch in poll_until(task, 2 * N) for r in batch]
-        assert task.poll() is None  # nothing new: an empty poll, after poll.interval.ms
+    with running(feed) as server, TaskRunner(
+            HttpSourceTask, task_config(server.url, "orders,refunds")) as runner:
+        runner.run(until=lambda: len(runner.committed_records()) >= 2 * N)
+        assert runner.poll() == 0  # nothing new: an empty poll, after poll.interval.ms
+    records = runner.committed_records()
     assert by_stream(records) == {"orders": list(range(1, N + 1)),
                                   "refunds": list(range(1, N + 1))}
     for record in records:
@@ -125,58 +84,85 @@ def test_a_task_emits_every_event_once_in_order_with_the_offset_of_the_next_read
                               feed.epoch + timedelta(seconds=value.id),
                               value.id % 4 == 0 or value.id % 7 == 0 or value.id == N)
         assert record.timestamp == int(value.created_at.timestamp() * 1000)
+    assert runner.offsets.items() == committed({"orders": N, "refunds": N})
 
 
 def test_a_restarted_task_resumes_right_after_the_committed_event() -> None:
     with running(EventFeed(["orders", "refunds"], rate=0, max_events=N)) as server:
-        task = start_task(server.url, "orders,refunds", offsets={"orders": {"after": 17}})
-        records = [r for batch in poll_until(task, 2 * N - 17) for r in batch]
-    assert by_stream(records) == {"orders": list(range(18, N + 1)),
-                                  "refunds": list(range(1, N + 1))}
+        config = task_config(server.url, "orders,refunds")
+        with TaskRunner(HttpSourceTask, config, offsets=committed({"orders": 17})) as runner:
+            runner.run(until=lambda: len(runner.committed_records()) >= 2 * N - 17)
+    assert by_stream(runner.committed_records()) == {"orders": list(range(18, N + 1)),
+                                                     "refunds": list(range(1, N + 1))}
 
 
 def test_connector_boundaries_commit_whole_upstream_batches_of_one_stream() -> None:
-    transactions = Transactions()
     with running(EventFeed(["orders", "refunds"], rate=0, max_events=N)) as server:
-        # Pages of 10 cut batches (they end at ids divisible by 4 or 7): the task
-        # must keep a transaction open across pages, and other streams out of it.
-        task = start_task(server.url, "orders,refunds", transactions=transactions)
-        batches = poll_until(task, 2 * N)
-    records = [r for batch in batches for r in batch]
+        config = task_config(server.url, "orders,refunds")
+        # Pages of 10 cut upstream batches (they end at ids divisible by 4 or 7): the
+        # task must keep a transaction open across pages, and other streams out of it.
+        # Stopped mid-batch, then a new task on the offsets the first one committed:
+        with TaskRunner(HttpSourceTask, config, boundary="connector") as first:
+            first.run(until=lambda: len(first.committed_records()) >= N)
+        with TaskRunner(HttpSourceTask, config, boundary="connector",
+                        offsets=first.offsets) as second:
+            second.run(until=lambda: len(second.committed_records()) >= 2 * N - len(
+                first.committed_records()))
+    transactions = first.transactions + second.transactions
+    committed_txns = [t for t in transactions if t.outcome is Outcome.COMMITTED]
+    records = [r for t in committed_txns for r in t.records]
     assert by_stream(records) == {"orders": list(range(1, N + 1)),
-                                  "refunds": list(range(1, N + 1))}
-    cuts = [records.index(r) for r in transactions.commits]
-    assert cuts == sorted(cuts) and cuts[-1] == len(records) - 1
-    txns = [records[a + 1:b + 1] for a, b in zip([-1, *cuts], cuts, strict=False)]
-    assert all(len(by_stream(txn)) == 1 for txn in txns), "a transaction mixed streams"
-    assert all(txn[-1].value.end_of_batch for txn in txns), "a transaction ended mid-batch"
-    assert any(not batch[-1].value.end_of_batch for batch in batches), \
-        "no page cut a batch: the test would not see a transaction span polls"
+                                  "refunds": list(range(1, N + 1))}  # each event once
+    assert all(len(by_stream(t.records)) == 1 for t in committed_txns), \
+        "a transaction mixed streams"
+    assert all(t.records[-1].value.end_of_batch for t in committed_txns), \
+        "a transaction ended mid-batch"
+    assert [t.outcome for t in first.transactions][-1] is Outcome.DISCARDED, \
+        "the stop did not cut a batch: the test would not see its events read again"
+    assert any(r.value.id % 10 == 0 and not r.value.end_of_batch for r in records), \
+        "no page of 10 cut a batch: the test would not see a transaction span polls"
+
+
+def test_the_task_names_the_last_record_of_each_whole_batch() -> None:
+    """A test that calls poll itself: the kit's context records what the task asks."""
+    transactions = RecordingTransactionContext()
+    with running(EventFeed(["orders"], rate=0, max_events=N)) as server:
+        config = task_config(server.url, "orders")
+        task = HttpSourceTask()
+        task.initialize(MemoryTaskContext(config, committed({"orders": 5}), transactions))
+        task.start(config)
+        page = task.poll()  # events 6..15; batches end at 7, 8, 12 and 14
+    assert page is not None and [r.value.id for r in page] == list(range(6, 16))
+    assert transactions.requests == [("commit", page[8])]  # event 14: the last whole batch
 
 
 def test_a_failed_request_is_retried_without_skipping_anything() -> None:
     feed = EventFeed(["orders"], rate=0, max_events=N)
     with running(feed) as server:
         url, port = server.url, server.server_address[1]
-    task = start_task(url, "orders")  # the feed is down: nothing listens there now
-    assert task.poll() is None
-    with running(feed, port=port):
-        records = [r for batch in poll_until(task, N) for r in batch]
-    assert by_stream(records) == {"orders": list(range(1, N + 1))}
+    # The feed is down: nothing listens there now.
+    with TaskRunner(HttpSourceTask, task_config(url, "orders")) as runner:
+        assert runner.poll() == 0
+        with running(feed, port=port):
+            runner.run(until=lambda: len(runner.committed_records()) >= N)
+    assert by_stream(runner.committed_records()) == {"orders": list(range(1, N + 1))}
 
 
 def test_a_committed_offset_the_task_cannot_resume_from_fails_its_start() -> None:
+    runner = TaskRunner(HttpSourceTask, task_config("http://127.0.0.1:9", "orders,refunds"),
+                        offsets=[(source_partition("refunds"), {"after": "17"})])
     with pytest.raises(InvalidOffsetException,
                        match=r"Stream 'refunds' has the committed offset \{'after': '17'\}"):
-        start_task("http://127.0.0.1:9", "orders,refunds", offsets={"refunds": {"after": "17"}})
+        runner.start()
 
 
 def test_a_stream_the_feed_does_not_have_fails_the_task_with_the_feeds_answer() -> None:
     with running(EventFeed(["orders"], rate=0, max_events=N)) as server:
-        task = start_task(server.url, "nosuch")
+        runner = TaskRunner(HttpSourceTask, task_config(server.url, "nosuch"))
+        runner.start()
         with pytest.raises(ConnectError, match=r"Stream 'nosuch': GET .* answered 404: "
                                                r".*no stream 'nosuch'; streams: orders"):
-            task.poll()
+            runner.poll()
 
 
 def test_the_server_answers_pages_and_clear_errors() -> None:

@@ -7,6 +7,9 @@
   so tests sharing the broker never see each other's data.
 * ``postgres``: one real PostgreSQL server per test session, started on first use
   (``postgres_helpers``); tests take a database each with ``create_database()``.
+* At the end of the session, the temporary roots of workers the tests SIGKILLed
+  are swept as the next worker's start would sweep them
+  (``connect_runtime.tempdirs``): a killed worker cannot remove its own.
 """
 
 from __future__ import annotations
@@ -21,6 +24,14 @@ from pathlib import Path
 import pytest
 from kafka_helpers import Broker, free_port_pair
 from postgres_helpers import PostgresServer, postgres_server
+
+from connect_runtime.tempdirs import sweep_stale_roots
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _sweep_killed_workers_temp_roots() -> Iterator[None]:
+    yield
+    sweep_stale_roots()
 
 
 @pytest.fixture(scope="session")

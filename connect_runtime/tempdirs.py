@@ -186,15 +186,21 @@ def pid_state(pid: int) -> PidState:
 def start_ticks(pid: int) -> int | None:
     """Field 22 of ``/proc/<pid>/stat`` (start time, clock ticks after boot); None
     without ``/proc`` or once the process is gone."""
+    return proc_stat(pid)[1]
+
+
+def proc_stat(pid: int) -> tuple[int | None, int | None]:
+    """Parent pid and start time (fields 4 and 22 of ``/proc/<pid>/stat``); None
+    for what cannot be read (no ``/proc``, the process is gone)."""
     stat = _read(f"/proc/{pid}/stat")
     if stat is None:
-        return None
+        return None, None
     # The command name (field 2) may hold spaces and ")": split after its last ")".
     fields = stat.rsplit(")", 1)[-1].split()
     try:
-        return int(fields[19])
+        return int(fields[1]), int(fields[19])
     except (IndexError, ValueError):
-        return None
+        return None, None
 
 
 def _read(path: str) -> str | None:

@@ -41,9 +41,9 @@ import select
 import signal
 import threading
 from collections.abc import Iterable, Iterator
-from pathlib import Path
 
 from connect_runtime.protocol.task_spec import WorkerProcess
+from connect_runtime.tempdirs import proc_stat
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +85,7 @@ def die_with_worker(worker: WorkerProcess | None) -> bool:
             log.info("cannot watch worker process %d, so this task process will not die "
                      "with it (fencing still stops its writes): %s", worker.pid, e)
             return False
-        if _stat(worker.pid)[1] != worker.start_ticks:
+        if proc_stat(worker.pid)[1] != worker.start_ticks:
             _die()  # the pid was reused between the check and the open: the worker died
             return True
         threading.Thread(target=_wait_then_die, args=(fd,), daemon=True,
@@ -112,23 +112,8 @@ def _ancestors(pid: int) -> Iterator[tuple[int, int | None]]:
     for _ in range(MAX_DEPTH):
         if pid <= 1:
             return
-        parent, ticks = _stat(pid)
+        parent, ticks = proc_stat(pid)
         yield pid, ticks
         if parent is None:
             return
         pid = parent
-
-
-def _stat(pid: int) -> tuple[int | None, int | None]:
-    """Parent pid and start time (clock ticks after boot) from ``/proc/<pid>/stat``;
-    None for what cannot be read (no ``/proc``, the process is gone)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None, None
-    # The command name (field 2) may hold spaces and ")": split after its last ")".
-    fields = stat.rsplit(")", 1)[-1].split()
-    try:
-        return int(fields[1]), int(fields[19])
-    except (IndexError, ValueError):
-        return None, None

@@ -22,7 +22,7 @@ import httpx
 import pytest
 from http_source.config import TASK_STREAMS
 from http_source.connector import HttpSourceConnector
-from http_source.server import EventFeed, ends_batch, running
+from http_source.server import EventFeed, batch_of, ends_batch, running
 from http_source.server import main as server_main
 from http_source.task import Event, HttpSourceTask, source_partition
 
@@ -121,6 +121,57 @@ def test_connector_boundaries_commit_whole_upstream_batches_of_one_stream() -> N
         "the stop did not cut a batch: the test would not see its events read again"
     assert any(r.value.id % 10 == 0 and not r.value.end_of_batch for r in records), \
         "no page of 10 cut a batch: the test would not see a transaction span polls"
+
+
+def test_a_batch_rolled_back_while_the_task_reads_it_is_read_again_whole() -> None:
+    feed = EventFeed(["orders", "refunds"], rate=0, max_events=N, rollback_every=2)
+    with running(feed) as server, TaskRunner(
+            HttpSourceTask, task_config(server.url, "orders,refunds"),
+            boundary="connector") as runner:
+        runner.run(until=lambda: len(runner.committed_records()) >= 2 * N)
+    assert feed.rollbacks >= 2, "no batch was rolled back under the task: nothing tested"
+    # Each rollback rewound the open transaction (its records never visible, its
+    # offsets not committed) and a new instance read the batch again.
+    discarded = [t for t in runner.transactions if t.outcome is Outcome.DISCARDED]
+    assert runner.restarts == feed.rollbacks == len(discarded)
+    assert all(t.offsets == () and not t.records[-1].value.end_of_batch for t in discarded)
+    committed_txns = [t for t in runner.transactions if t.outcome is Outcome.COMMITTED]
+    assert by_stream(runner.committed_records()) == {"orders": list(range(1, N + 1)),
+                                                     "refunds": list(range(1, N + 1))}
+    assert all(t.records[-1].value.end_of_batch for t in committed_txns)
+    assert runner.offsets.items() == committed({"orders": N, "refunds": N})
+
+
+def test_without_connector_boundaries_a_rolled_back_batch_is_read_on() -> None:
+    """Under ``poll`` the batch's first pages are committed already: the task does
+    not rewind (nothing it could re-read would be hidden) and skips nothing."""
+    feed = EventFeed(["orders"], rate=0, max_events=N, rollback_every=1)
+    with running(feed) as server, TaskRunner(
+            HttpSourceTask, task_config(server.url, "orders")) as runner:
+        runner.run(until=lambda: len(runner.committed_records()) >= N)
+    assert feed.rollbacks >= 2 and runner.restarts == 0
+    assert by_stream(runner.committed_records()) == {"orders": list(range(1, N + 1))}
+
+
+def test_the_feed_rolls_back_every_kth_batch_once_under_a_reader_inside_it() -> None:
+    assert [batch_of(n)[0] for n in (1, 4, 5, 7, 8, 9, 28, 29)] == [1, 1, 2, 2, 3, 4, 10, 11]
+    assert batch_of(10) == (4, 9, 12) and batch_of(45, max_events=45) == (17, 45, 45)
+    feed = EventFeed(["orders"], rate=0, max_events=N, rollback_every=2)
+    with running(feed) as server:
+        def get(after: int) -> httpx.Response:
+            return httpx.get(f"{server.url}/streams/orders/events",
+                             params={"after": after, "limit": 5})
+        assert get(8).status_code == 200  # 8 ends a batch: the read is inside none
+        assert get(1).status_code == 200  # inside 1..4, the 1st batch: not rolled back
+        rolled = get(10)  # inside 9..12, the 4th batch
+        assert rolled.status_code == 409
+        assert rolled.json() == {
+            "error": "events 9..12 of stream 'orders' were rolled back and written again "
+                     "while you read them; read them again after event 8",
+            "rolled_back": {"first": 9, "last": 12}}
+        assert get(11).status_code == 200  # once per batch
+        assert get(6).status_code == 409  # inside 5..7, the 2nd batch
+    assert feed.rollbacks == 2
 
 
 def test_the_task_names_the_last_record_of_each_whole_batch() -> None:

@@ -2,11 +2,14 @@
 
 docs/writing-a-connector.md, "Testing it": the example is built into a wheel and
 dropped in the worker's ``plugin.path`` (so its entry point is what the worker
-finds), the feed is started with the guide's command, and the connector is
-created from the guide's JSON file, pointed at this feed and a fresh topic. The
-worker, its Spark JVM and its Python workers are SIGKILLed while events still
-arrive; a new worker in the same group takes the connector back from the config
-topic. Every event must then be in Kafka exactly once, in order, as a
+finds), the feed is started with the guide's command, rolling back every third
+batch under a reader inside it, and the connector is created from the guide's
+JSON file, pointed at this feed and a fresh topic, with pages that cut batches.
+The worker, its Spark JVM and its Python workers are SIGKILLed while events
+still arrive; a new worker in the same group takes the connector back from the
+config topic, and its tasks catch up page by page, rewinding their open
+transaction at each rolled-back batch (the guide's ``rewind_transaction``).
+Every event must then be in Kafka exactly once, in order, as a
 ``read_committed`` consumer sees it, and every committed transaction must end
 with the last event of an upstream batch (``transaction.boundary=connector``).
 Each value is the JsonConverter's envelope, its schema named by the example's
@@ -64,7 +67,7 @@ def feed_url() -> Iterator[str]:
     proc = subprocess.Popen(
         [sys.executable, "-m", "http_source.server", "--port", "0", "--streams",
          ",".join(STREAMS), "--rate", str(RATE), "--max-events", str(EVENTS),
-         "--epoch", EPOCH.isoformat()],
+         "--epoch", EPOCH.isoformat(), "--rollback-every", "3"],
         env={**os.environ, "PYTHONPATH": str(EXAMPLE)}, stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None
@@ -108,7 +111,9 @@ def test_every_event_reaches_kafka_exactly_once_across_a_killed_worker(
         request = json.loads((EXAMPLE / "connect-http-source.json").read_text())
         name, topic = unique_name("http-events"), unique_name("events")
         request["name"] = name
-        request["config"].update({"url": feed_url, "topic": topic})
+        # Pages of 45 end inside upstream batches (which end at multiples of 4 or 7),
+        # so the catching-up tasks read inside batches the feed then rolls back.
+        request["config"].update({"url": feed_url, "topic": topic, "batch.size": "45"})
         # A task killed inside a transaction leaves it open until the broker aborts it
         # after transaction.timeout.ms, and the restarted worker's read_committed read of
         # the offsets topic waits for that (60 s by default): keep the test short.
@@ -144,6 +149,13 @@ def test_every_event_reaches_kafka_exactly_once_across_a_killed_worker(
                          rf"\{{'{stream}': \d+\}} \(http_source\.task\)$", log_text, re.M), stream
     assert re.search(rf"^\[[\d:, -]+\] INFO \[{re.escape(name)}\|worker\] Dealing 2 stream\(s\) "
                      r"to 2 task\(s\) \(http_source\.connector\)$", log_text, re.M)
+    # The guide's rewinding: the task's line, then the framework's, then a new instance.
+    rewinds = re.findall(rf"^\[[\d:, -]+\] INFO \[{re.escape(name)}\|task-\d\] Stream '\w+': "
+                         r"GET \S+ answered 409: .*rolled back and written again.*; rewinding "
+                         r"the open transaction \(http_source\.task\)$", log_text, re.M)
+    assert rewinds, "no task rewound a rolled-back batch: the test proves nothing of it"
+    assert log_text.count("asked to rewind (TransactionContext.rewind_transaction)") >= len(
+        rewinds)
 
     ids: dict[str, list[int]] = {}
     partitions: dict[str, set[int]] = {}

@@ -20,6 +20,15 @@ per second per stream from the first request on, up to ``--max-events`` (0: no
 end), in upstream *batches*, the way the rows of a database transaction appear
 together: a batch ends after every id divisible by 4 or 7 (and after the last
 id), and the feed never shows part of a batch.
+
+A reader can still be *inside* a batch: a page of ``limit`` events may end in
+the middle of one. With ``--rollback-every K`` (default 0: never), every K-th
+batch of a stream is rolled back upstream and written again (the same events,
+as a retried database transaction writes them) while a reader is inside it:
+the first request that continues inside that batch, ``after`` one of its
+events, answers ``409`` with ``{"error": "<why>", "rolled_back": {"first":
+<id>, "last": <id>}}``, and the reader must read the batch again from its first
+event. Later requests are answered as usual.
 """
 
 from __future__ import annotations
@@ -46,6 +55,21 @@ def ends_batch(n: int, max_events: int = 0) -> bool:
     return n % 4 == 0 or n % 7 == 0 or n == max_events
 
 
+def batch_of(n: int, max_events: int = 0) -> tuple[int, int, int]:
+    """The batch holding event ``n`` >= 1: ``(index, first id, last id)``, index 1 for
+    the batch of event 1."""
+    first, last = n, n
+    while first > 1 and not ends_batch(first - 1, max_events):
+        first -= 1
+    while not ends_batch(last, max_events):
+        last += 1
+    # Batch ends up to ``last``: multiples of 4 or 7, counted once each.
+    index = last // 4 + last // 7 - last // 28
+    if last == max_events and not (last % 4 == 0 or last % 7 == 0):
+        index += 1
+    return index, first, last
+
+
 def event(n: int, epoch: datetime, max_events: int = 0) -> dict[str, Any]:
     """Event ``n`` of any stream of a feed started at ``epoch``, as the feed serves it."""
     amount = (Decimal(n * 37 % 10000) / 100).quantize(CENT)
@@ -62,14 +86,20 @@ class EventFeed:
     """
 
     def __init__(self, streams: Sequence[str], rate: float, max_events: int = 0,
-                 epoch: datetime | None = None) -> None:
+                 epoch: datetime | None = None, rollback_every: int = 0) -> None:
         if rate <= 0 and max_events <= 0:
             raise ValueError("a feed without a rate needs max_events")
+        if rollback_every < 0:
+            raise ValueError("rollback_every must be >= 0")
         self.epoch = epoch or datetime.now(UTC).replace(microsecond=0)
         self.streams = frozenset(streams)
         self.rate = rate
         self.max_events = max_events
+        self.rollback_every = rollback_every
         self._started: float | None = None  # the first request starts the clock
+        # Guards _rolled_back: the server answers each request on its own thread.
+        self._lock = threading.Lock()
+        self._rolled_back: set[tuple[str, int]] = set()  # (stream, last id of the batch)
 
     def visible(self) -> int:
         """The highest id shown now; the same for every stream. Whole batches only."""
@@ -92,6 +122,27 @@ class EventFeed:
     def event(self, n: int) -> dict[str, Any]:
         """Event ``n`` of any stream of this feed."""
         return event(n, self.epoch, self.max_events)
+
+    def rollback(self, stream: str, after: int) -> tuple[int, int] | None:
+        """``(first, last)`` id of the batch a read of ``stream`` continuing ``after``
+        finds rolled back, or None. Each such batch is rolled back once: the first
+        time a read continues inside it (``after`` is one of its events but its last)."""
+        if self.rollback_every <= 0 or after <= 0 or ends_batch(after, self.max_events):
+            return None
+        index, first, last = batch_of(after, self.max_events)
+        if index % self.rollback_every:
+            return None
+        with self._lock:
+            if (stream, last) in self._rolled_back:
+                return None
+            self._rolled_back.add((stream, last))
+        return first, last
+
+    @property
+    def rollbacks(self) -> int:
+        """How many batches were rolled back under a reader so far."""
+        with self._lock:
+            return len(self._rolled_back)
 
 
 class EventServer(ThreadingHTTPServer):
@@ -131,6 +182,14 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if after < 0 or not 1 <= limit <= MAX_LIMIT:
             self._reply(400, {"error": f"need after >= 0 and 1 <= limit <= {MAX_LIMIT}"})
+            return
+        rolled_back = self.server.feed.rollback(parts[1], after)
+        if rolled_back is not None:
+            first, last = rolled_back
+            self._reply(409, {"error": f"events {first}..{last} of stream {parts[1]!r} were "
+                                       f"rolled back and written again while you read them; "
+                                       f"read them again after event {first - 1}",
+                              "rolled_back": {"first": first, "last": last}})
             return
         self._reply(200, {"events": self.server.feed.page(after, limit)})
 
@@ -175,8 +234,14 @@ def main(argv: Sequence[str] | None = None) -> None:
                         help="events per stream, then no more (default: 0, no end)")
     parser.add_argument("--epoch", type=_utc_time, default=None,
                         help="ISO 8601 time event 0 was created at (default: now)")
+    parser.add_argument("--rollback-every", type=int, default=0, metavar="K",
+                        help="roll back every K-th batch of a stream while a reader is "
+                             "inside it: 409, read it again (default: 0, never)")
     args = parser.parse_args(argv)
-    feed = EventFeed(args.streams.split(","), args.rate, args.max_events, args.epoch)
+    if args.rollback_every < 0:
+        parser.error(f"argument --rollback-every: must be >= 0, not {args.rollback_every}")
+    feed = EventFeed(args.streams.split(","), args.rate, args.max_events, args.epoch,
+                     args.rollback_every)
     server = EventServer((args.host, args.port), feed)
     print(f"Serving streams {args.streams} at {server.url}/streams/<stream>/events "
           f"(epoch {feed.epoch.isoformat()})", flush=True)

@@ -22,7 +22,14 @@ the framework (``poll``: one transaction per poll; ``interval``: one per
 
 A request that fails (the feed is down, or answers 5xx) is logged and retried
 after ``poll.interval.ms``; the offset does not move, so nothing is skipped. A
-4xx answer or a malformed event fails the task with an error naming the stream.
+4xx answer or a malformed event fails the task with an error naming the stream,
+but for a 409: the upstream batch the task was reading page by page was rolled
+back and written again. With ``transaction.boundary=connector`` its first pages
+are still in the open transaction, so the task rewinds it
+(``TransactionContext.rewind_transaction``): a new instance reads the whole
+batch again from the last committed offset. Under the other boundaries those
+pages are committed already (consumers were never promised whole batches
+there), so the task reads on from where it is.
 
 Logging is plain :mod:`logging` under the module's name: the worker adds the
 connector and task to each line, and ``/admin/loggers`` sets the level
@@ -96,6 +103,10 @@ class Event:
         return event
 
 
+class RolledBack(Exception):
+    """The feed rolled back the batch the task is reading (its 409): read it again."""
+
+
 def source_partition(stream: str) -> dict[str, str]:
     """The source partition of ``stream``."""
     return {STREAM_FIELD: stream}
@@ -161,7 +172,11 @@ class HttpSourceTask(SourceTask):
         if self._stopping.is_set():
             return None
         stream = self._streams[self._cursor]
-        events = self._fetch(stream)
+        try:
+            events = self._fetch(stream)
+        except RolledBack as e:  # a 409: see _rolled_back
+            self._rolled_back(e)
+            return None
         if not events:
             self._idle += 1
             if not self._mid_batch:
@@ -186,8 +201,20 @@ class HttpSourceTask(SourceTask):
             self._next_stream()
         return records
 
+    def _rolled_back(self, error: RolledBack) -> None:
+        """The batch being read was rolled back upstream: give up what was read of it."""
+        if self._txn is None:  # its first pages are committed already: read on
+            log.warning("%s; without transaction.boundary=connector the events already "
+                        "sent stay, reading on", error)
+            return
+        # The open transaction holds the batch's first pages: give it up. After this
+        # poll a new instance of this task reads the batch again from the committed offset.
+        log.info("%s; rewinding the open transaction", error)
+        self._txn.rewind_transaction()
+
     def _fetch(self, stream: str) -> list[Event] | None:
-        """The next page of ``stream``: [] if there is nothing new, None if the request failed."""
+        """The next page of ``stream``: [] if there is nothing new, None if the request
+        failed; RolledBack if the batch being read was rolled back (a 409)."""
         url = f"{self._url}/streams/{stream}/events"
         try:
             response = httpx.get(url, params={"after": self._after[stream], "limit": self._limit},
@@ -199,6 +226,9 @@ class HttpSourceTask(SourceTask):
             log.warning("Stream %r: GET %s answered %d; retrying", stream, response.url,
                         response.status_code)
             return None
+        if response.status_code == 409:
+            raise RolledBack(f"Stream {stream!r}: GET {response.url} answered 409: "
+                             f"{response.text[:200]}")
         if response.status_code != 200:
             raise ConnectError(f"Stream {stream!r}: GET {response.url} answered "
                                f"{response.status_code}: {response.text[:200]}")

@@ -21,6 +21,8 @@
 #                         and passwords of [A-Za-z0-9._-]); SCRAM credentials are created
 #                         when the storage is formatted, so only a fresh KAFKA_DATA_DIR
 #                         gets them                  (default: admin:admin-secret)
+#   KAFKA_EXTRA_PROPERTIES broker properties appended to server.properties, one
+#                         key=value per line          (default: none)
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -37,6 +39,7 @@ stop_timeout="${KAFKA_STOP_TIMEOUT:-20}"
 pid_file="$data_dir/broker.pid"
 sasl_port="${KAFKA_SASL_PORT:-}"
 sasl_users="${KAFKA_SASL_USERS:-admin:admin-secret}"
+extra_properties="${KAFKA_EXTRA_PROPERTIES:-}"
 
 log() { printf 'kafka.sh: %s\n' "$*" >&2; }
 
@@ -110,6 +113,7 @@ group.initial.rebalance.delay.ms=0
 auto.create.topics.enable=false
 EOF
   if [ -n "$sasl_port" ]; then sasl_properties >> "$data_dir/server.properties"; fi
+  if [ -n "$extra_properties" ]; then printf '%s\n' "$extra_properties" >> "$data_dir/server.properties"; fi
 }
 
 format_storage() {

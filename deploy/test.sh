@@ -13,8 +13,9 @@ bash deploy/setup.sh
 # time on 2 cores, instant after). debootstrap makes the container image's
 # Debian base (deploy/docker/base-image.sh).
 echo "== Kubernetes and container tools"
+# Toxiproxy puts latency in the partition suite's links (tests/partitions/).
 for tool in helm etcd kube-apiserver kubelet coredns crictl pause containerd runc cni-plugins \
-            iptables conntrack busybox dockerd debootstrap; do
+            iptables conntrack busybox dockerd debootstrap toxiproxy; do
   bash deploy/kubernetes/tools.sh "$tool" >/dev/null
 done
 # The SQL source's tests start Debian's PostgreSQL server (tests/postgres_helpers.py).

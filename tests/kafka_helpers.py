@@ -15,7 +15,7 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -63,15 +63,19 @@ class Broker:
     stops and kills it. ``env`` adds kafka.sh settings (``KAFKA_SASL_PORT``, ...).
     """
 
-    def __init__(self, data_dir: Path, port: int, env: dict[str, str] | None = None) -> None:
+    def __init__(self, data_dir: Path, port: int, env: dict[str, str] | None = None, *,
+                 host: str = "127.0.0.1", prefix: Sequence[str] = ()) -> None:
+        """``host`` is the client listener's address; ``prefix`` goes before
+        ``kafka.sh start`` (``nsenter --net=...``: the broker runs there)."""
         self.data_dir = data_dir
         self.port = port
-        self.bootstrap = f"127.0.0.1:{port}"
+        self.bootstrap = f"{host}:{port}"
+        self._prefix = list(prefix)
         self._env = dict(os.environ, **(env or {}), KAFKA_DATA_DIR=str(data_dir),
-                         KAFKA_PORT=str(port))
+                         KAFKA_PORT=str(port), KAFKA_HOST=host)
 
     def start(self) -> None:
-        subprocess.run(["bash", KAFKA_SH, "start"], env=self._env, check=True,
+        subprocess.run([*self._prefix, "bash", KAFKA_SH, "start"], env=self._env, check=True,
                        stdout=subprocess.DEVNULL)
 
     def stop(self) -> None:

@@ -91,6 +91,18 @@ _INHERITED_SPARK_VARS = ("SPARK_", "PYSPARK_", "HADOOP_CONF_DIR", "YARN_CONF_DIR
 
 
 @dataclass(frozen=True)
+class Place:
+    """Where a daemon runs: the address it binds and advertises, and a command
+    prefix (``nsenter --net=...``, for the partition suite; empty: here)."""
+
+    ip: str = "127.0.0.1"
+    prefix: tuple[str, ...] = ()
+
+
+LOOPBACK = Place()
+
+
+@dataclass(frozen=True)
 class Executor:
     """One executor JVM of this cluster."""
 
@@ -184,9 +196,16 @@ class SparkStandaloneCluster:
     """One Spark standalone Master and ``workers`` Workers on 127.0.0.1."""
 
     def __init__(self, workdir: Path, workers: int = 2, cores_per_worker: int = 2,
-                 memory_per_worker: str = "1g") -> None:
+                 memory_per_worker: str = "1g", *, master: Place = LOOPBACK,
+                 worker_places: tuple[Place, ...] = ()) -> None:
+        """``master`` and ``worker_places`` (one per Worker; default: all on
+        loopback) say where each daemon runs and which address it uses."""
         self.workdir = Path(workdir).resolve()
         self.workers = workers
+        self.master_place = master
+        self.worker_places = worker_places or (LOOPBACK,) * workers
+        if len(self.worker_places) != workers:
+            raise ValueError(f"{workers} workers but {len(self.worker_places)} places")
         self.cores_per_worker = cores_per_worker
         self.memory_per_worker = memory_per_worker
         self.conf_dir = self.workdir / "conf"
@@ -204,16 +223,16 @@ class SparkStandaloneCluster:
 
     @property
     def master_url(self) -> str:
-        return f"spark://127.0.0.1:{self.master_port}"
+        return f"spark://{self.master_place.ip}:{self.master_port}"
 
     @property
     def master_webui(self) -> str:
-        return f"http://127.0.0.1:{self.master_webui_port}"
+        return f"http://{self.master_place.ip}:{self.master_webui_port}"
 
     def worker_dir(self, index: int) -> Path:
         return self.workdir / f"worker-{index}"
 
-    def _env(self) -> dict[str, str]:
+    def _env(self, place: Place = LOOPBACK) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith(_INHERITED_SPARK_VARS)}
         env.update(self.driver_env())
         env.update({
@@ -221,7 +240,8 @@ class SparkStandaloneCluster:
             "SPARK_LOG_DIR": str(self.workdir / "logs"),
             "SPARK_PID_DIR": str(self.workdir / "pids"),
             "SPARK_WORKER_DIR": str(self.workdir / "work"),
-            "SPARK_PUBLIC_DNS": "127.0.0.1",
+            "SPARK_PUBLIC_DNS": place.ip,
+            "SPARK_LOCAL_IP": place.ip,
             "SPARK_DAEMON_MEMORY": "512m",
             # No REST submission server (it would take the fixed port 6066) and
             # no silent move to the next port if ours was taken meanwhile.
@@ -258,13 +278,13 @@ class SparkStandaloneCluster:
             "spark.pyspark.python": sys.executable,
         }
 
-    def _spawn(self, name: str, args: list[str]) -> None:
+    def _spawn(self, name: str, args: list[str], place: Place = LOOPBACK) -> None:
         log = self.workdir / f"{name}.log"
         self._logs.append(log)
         with open(log, "ab") as out:
             proc = subprocess.Popen(
-                [str(SPARK_HOME / "bin" / "spark-class"), *args],
-                cwd=self.workdir, env=self._env(), stdin=subprocess.DEVNULL,
+                [*place.prefix, str(SPARK_HOME / "bin" / "spark-class"), *args],
+                cwd=self.workdir, env=self._env(place), stdin=subprocess.DEVNULL,
                 stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
         self._procs.append(proc)
 
@@ -277,17 +297,19 @@ class SparkStandaloneCluster:
         self.master_port, self.master_webui_port = free_port(), free_port()
         self.worker_webui_ports = [free_port() for _ in range(self.workers)]
         try:
-            self._spawn("master", [MASTER_CLASS, "--host", "127.0.0.1",
+            self._spawn("master", [MASTER_CLASS, "--host", self.master_place.ip,
                                    "--port", str(self.master_port),
-                                   "--webui-port", str(self.master_webui_port)])
+                                   "--webui-port", str(self.master_webui_port)],
+                        self.master_place)
             for i in range(self.workers):
                 self.worker_dir(i).mkdir(parents=True, exist_ok=True)
+                place = self.worker_places[i]
                 self._spawn(f"worker-{i}", [
-                    WORKER_CLASS, self.master_url, "--host", "127.0.0.1",
+                    WORKER_CLASS, self.master_url, "--host", place.ip,
                     "--cores", str(self.cores_per_worker),
                     "--memory", self.memory_per_worker,
                     "--webui-port", str(self.worker_webui_ports[i]),
-                    "--work-dir", str(self.worker_dir(i))])
+                    "--work-dir", str(self.worker_dir(i))], place)
             self._wait_alive(timeout)
         except BaseException:
             self.stop()

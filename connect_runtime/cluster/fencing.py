@@ -50,6 +50,7 @@ def task_count_needs_fencing(previous: int | None, new: int) -> bool:
 
 
 def _fence_one(base_config: dict[str, Any], transactional_id: str, timeout_s: float) -> None:
+    log.debug("fencing transactional.id %s", transactional_id)
     producer = create_producer(base_config, transactional_id=transactional_id,
                                client_id=f"connect-fence-{transactional_id}")
     try:
@@ -160,6 +161,8 @@ class ZombieFencer:
             raise ConflictException(
                 f"New task configs for {connector} were written during zombie fencing; "
                 "the tasks will retry with the new generation")
+        log.debug("writing the task-count record of connector %s: %d task(s), generation %d",
+                  connector, new, generation)
         self._write_task_count(connector, new)
 
     def _lock(self, connector: str) -> threading.Lock:

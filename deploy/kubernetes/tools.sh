@@ -6,6 +6,8 @@
 #   tools.sh kube-apiserver  kube-apiserver, built from the Go module proxy
 #   tools.sh etcd            etcd, built from the Go module proxy
 #   tools.sh dockerd         dockerd from Debian's docker.io package
+#   tools.sh toxiproxy       Toxiproxy's server, built from the Go module proxy
+#                            (the partition suite's latency: tests/partitions/)
 #
 # Built tools are cached outside the clone, keyed by version, under
 # ${CONNECT_RUNTIME_CACHE:-~/.cache/connect-runtime}: the first run on a machine
@@ -19,6 +21,7 @@ KUBERNETES_VERSION="${KUBERNETES_VERSION:-v1.37.2}"
 COREDNS_VERSION="${COREDNS_VERSION:-v1.13.1}"
 CRI_TOOLS_VERSION="${CRI_TOOLS_VERSION:-v1.34.0}"
 ETCD_VERSION="${ETCD_VERSION:-v3.6.16}"
+TOXIPROXY_VERSION="${TOXIPROXY_VERSION:-v2.5.0}"
 cache="${CONNECT_RUNTIME_CACHE:-$HOME/.cache/connect-runtime}"
 
 log() { echo "tools.sh: $*" >&2; }
@@ -114,6 +117,20 @@ go_tool() {
   echo "$dir/$name"
 }
 
+# Toxiproxy's server: its package is cmd/server, so go install names it "server".
+build_toxiproxy() {
+  local dir="$cache/toxiproxy-$TOXIPROXY_VERSION"
+  if [ ! -x "$dir/toxiproxy-server" ]; then
+    log "building toxiproxy $TOXIPROXY_VERSION from the Go module proxy into $dir"
+    rm -rf "$dir.tmp"
+    GOBIN="$dir.tmp" CGO_ENABLED=0 go install -trimpath -ldflags "-s -w" \
+      "github.com/Shopify/toxiproxy/v2/cmd/server@$TOXIPROXY_VERSION" >&2
+    mv "$dir.tmp/server" "$dir.tmp/toxiproxy-server"
+    rm -rf "$dir" && mv "$dir.tmp" "$dir"
+  fi
+  echo "$dir/toxiproxy-server"
+}
+
 # etcd from the Go module proxy. Debian's etcd-server is 3.4, which lacks the
 # watch progress requests a 1.37 API server needs for watches that ask for
 # their initial events (client-go and fabric8 informers, the Spark driver's
@@ -186,5 +203,6 @@ case "${1:-}" in
   etcd) locked "$cache/etcd-$ETCD_VERSION" build_etcd ;;
   dockerd) debian_tool dockerd docker.io ;;
   debootstrap) debian_tool debootstrap debootstrap ;;
-  *) echo "usage: tools.sh helm|kube-apiserver|kube-controller-manager|kube-scheduler|kubelet|kube-proxy|kubectl|coredns|crictl|pause|containerd|runc|iptables|conntrack|busybox|cni-plugins|etcd|dockerd|debootstrap" >&2; exit 2 ;;
+  toxiproxy) locked "$cache/toxiproxy-$TOXIPROXY_VERSION" build_toxiproxy ;;
+  *) echo "usage: tools.sh helm|kube-apiserver|kube-controller-manager|kube-scheduler|kubelet|kube-proxy|kubectl|coredns|crictl|pause|containerd|runc|iptables|conntrack|busybox|cni-plugins|etcd|dockerd|debootstrap|toxiproxy" >&2; exit 2 ;;
 esac

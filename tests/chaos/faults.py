@@ -123,6 +123,22 @@ class CommittedTail:
         return verify_sequences(pairs, 0, expected_missing, [str(g) for g in groups])
 
 
+def wait_recovered(tail: CommittedTail, table: FaultTable, groups: Sequence[Group], fault: str,
+                   since: float, timeout: float, diagnosis: Callable[[], str],
+                   produced_after: float | None = None) -> float:
+    """Seconds from ``since`` until every group committed a record produced after
+    ``produced_after`` (default ``since``), recorded in ``table`` and printed; on
+    timeout, AssertionError with ``diagnosis()``."""
+    try:
+        seconds = tail.wait_progress(groups, since, timeout, fault, produced_after)
+    except AssertionError as e:
+        raise AssertionError(f"{e}\n{diagnosis()}") from None
+    table.record(fault, seconds)
+    print(f"{time.strftime('%H:%M:%S')} {fault}: recovered in {seconds:.1f} s, "
+          f"{tail.count()} committed records so far", flush=True)
+    return seconds
+
+
 @dataclass
 class FaultRow:
     fault: str
@@ -130,11 +146,13 @@ class FaultRow:
     records: int = 0
     duplicates: int = 0
     gaps: int = 0
+    leaked: int = 0  # records of deliberately aborted transactions that were visible
     recoveries: list[float] = field(default_factory=list)
 
 
 class FaultTable:
-    """One row per kind of fault: rounds, records checked, duplicates, gaps, recovery."""
+    """One row per kind of fault: rounds, records checked, duplicates, gaps, aborted
+    records visible, recovery."""
 
     def __init__(self) -> None:
         self.rows: dict[str, FaultRow] = {}
@@ -150,10 +168,11 @@ class FaultTable:
         row.duplicates = sum(sum(n - 1 for n in g.duplicates.values())
                              for r in reports for g in r.groups)
         row.gaps = sum(sum(b - a + 1 for a, b in g.missing) for r in reports for g in r.groups)
+        row.leaked = sum(len(g.leaked) for r in reports for g in r.groups)
 
     def format(self) -> str:
         head = ("fault", "rounds", "records checked", "duplicates", "gaps",
-                "recovery s (median / max)")
+                "aborted visible", "recovery s (median / max)")
         # Records, duplicates and gaps are cumulative: everything committed up to
         # the end of that fault's rounds, checked again each time.
         lines = [head]
@@ -161,7 +180,7 @@ class FaultTable:
             rec = (f"{statistics.median(row.recoveries):.1f} / {max(row.recoveries):.1f}"
                    if row.recoveries else "-")
             lines.append((row.fault, str(row.rounds), str(row.records), str(row.duplicates),
-                          str(row.gaps), rec))
+                          str(row.gaps), str(row.leaked), rec))
         widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
         out = ["  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip()
                for line in lines]

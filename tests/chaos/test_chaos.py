@@ -31,7 +31,7 @@ from typing import Any
 
 import pytest
 from e2e.harness import Cluster, WorkerProcess
-from faults import CommittedTail, FaultTable, Group
+from faults import CommittedTail, FaultTable, Group, wait_recovered
 from kafka_helpers import Broker, create_topic, free_port_pair, wait_for
 
 from connect_runtime.connectors.sequence import expected_aborted
@@ -132,15 +132,8 @@ class Scenario:
     def recovered(self, fault: str, since: float, produced_after: float | None = None) -> float:
         """Seconds from ``since`` until every source partition committed a record
         produced after ``produced_after`` (default: ``since``)."""
-        try:
-            seconds = self.tail.wait_progress(self.groups, since, RECOVERY_TIMEOUT, fault,
-                                              produced_after)
-        except AssertionError as e:
-            raise AssertionError(f"{e}\n{self.diagnosis()}") from None
-        self.table.record(fault, seconds)
-        print(f"{time.strftime('%H:%M:%S')} {fault}: recovered in {seconds:.1f} s, "
-              f"{self.tail.count()} committed records so far", flush=True)
-        return seconds
+        return wait_recovered(self.tail, self.table, self.groups, fault, since,
+                              RECOVERY_TIMEOUT, self.diagnosis, produced_after)
 
     def diagnosis(self) -> str:
         """What the workers say, for a failure message."""

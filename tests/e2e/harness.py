@@ -14,6 +14,7 @@ import signal
 import ssl
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,16 +30,21 @@ class WorkerProcess:
                  overrides: dict[str, str] | None = None, *, python: str = sys.executable,
                  cwd: Path | None = None, pythonpath: tuple[str, ...] = (),
                  env: dict[str, str] | None = None, scheme: str = "http",
-                 verify: ssl.SSLContext | bool = True) -> None:
+                 verify: ssl.SSLContext | bool = True, host: str = "127.0.0.1",
+                 prefix: Sequence[str] = ()) -> None:
         """``python`` runs the worker (another venv's, say), from ``cwd`` (default:
         ``workdir``), with ``pythonpath`` ahead of the test connectors and ``env``
         added to the environment. ``scheme`` is the listener's (``https`` needs the
         TLS keys in ``overrides``); ``verify`` is how the harness checks its
-        certificate."""
+        certificate. ``host`` is the address the REST listener binds and
+        advertises; ``prefix`` goes before the command (``nsenter --net=...``:
+        it execs, so ``proc`` is still the worker itself)."""
         self.bootstrap = bootstrap
         self.group = group
         self.port = port
-        self.url = f"{scheme}://127.0.0.1:{port}"
+        self.host = host
+        self.prefix = tuple(prefix)
+        self.url = f"{scheme}://{host}:{port}"
         self.verify = verify
         self.workdir = workdir
         self.props = {
@@ -52,7 +58,7 @@ class WorkerProcess:
             "status.storage.replication.factor": "1",
             "offset.storage.partitions": "5",
             "listeners": self.url,
-            "rest.advertised.host.name": "127.0.0.1",
+            "rest.advertised.host.name": host,
             "rest.advertised.port": str(port),
             "offset.flush.interval.ms": "500",
             "key.converter": "org.apache.kafka.connect.storage.StringConverter",
@@ -77,7 +83,8 @@ class WorkerProcess:
             p for p in (*self.pythonpath, str(TEST_CONNECTORS), env.get("PYTHONPATH", "")) if p)
         log = self.log_path.open("ab")
         self.proc = subprocess.Popen(
-            [self.python, "-m", "connect_runtime.cli", str(props_path)], cwd=self.cwd,
+            [*self.prefix, self.python, "-m", "connect_runtime.cli", str(props_path)],
+            cwd=self.cwd,
             env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         if wait:
             self.wait_healthy()
@@ -147,7 +154,8 @@ class WorkerProcess:
 
     # REST conveniences -------------------------------------------------------
     def rest(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
-        return httpx.request(method, f"{self.url}{path}", timeout=120, **kwargs)
+        kwargs.setdefault("timeout", 120)
+        return httpx.request(method, f"{self.url}{path}", **kwargs)
 
     def status(self, connector: str) -> dict[str, Any]:
         r = self.rest("GET", f"/connectors/{connector}/status")

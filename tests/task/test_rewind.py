@@ -40,6 +40,8 @@ from connect_runtime.task.exactly_once_loop import ExactlyOnceTaskLoop
 from connect_runtime.task.loop import LoopDeps, Outcome
 from connect_runtime.task.slot import run_task
 from connect_runtime.task.startup import StartedTask, TaskFactory
+from connect_runtime.testing import Outcome as KitOutcome
+from connect_runtime.testing import TaskRunner
 
 
 @pytest.fixture
@@ -163,6 +165,36 @@ def test_rule5_a_rewind_mid_group_reads_the_group_again_exactly_once(
     assert len(attached) == 4 and attached[0] is first and attached[1] is None
     assert isinstance(attached[2], task_class) and attached[2] is not first
     assert attached[3] is None
+
+
+def test_the_test_kit_rewinds_as_the_loop_does(
+        kafka_bootstrap: str, topics: tuple[str, str], unique_name: Callable[[str], str]) -> None:
+    """The rule-5 run above, once through connect_runtime.testing's TaskRunner and
+    once through the loop and the slot's TaskFactory against the broker: the same
+    transactions, the same instances started from the same offsets, the same
+    records acknowledged, the same offset at the end."""
+    out, offsets = topics
+    kit_upstream = Upstream(out, 12, 4, rewind_at=6)
+    with TaskRunner(grouped_task(kit_upstream), {}, boundary="connector") as runner:
+        runner.run(until=lambda: len(runner.committed_records()) == 12)
+    assert [t.outcome for t in runner.transactions] == [
+        KitOutcome.COMMITTED, KitOutcome.DISCARDED, KitOutcome.COMMITTED, KitOutcome.COMMITTED]
+    assert runner.restarts == 1
+
+    upstream = Upstream(out, 12, 4, rewind_at=6)
+    loop_deps = deps(kafka_bootstrap, offsets, _Idle(), unique_name("txn"))
+    started = started_for(kafka_bootstrap, offsets, grouped_task(upstream), loop_deps)
+    outcome, _ = run_instances(started, loop_deps, lambda: len(upstream.committed) == 2 and
+                               len(upstream.committed[1]) == 8, timeout=60)
+    assert outcome is Outcome.STOPPED
+
+    sizes = [len(t.records) for t in runner.transactions if t.outcome is KitOutcome.COMMITTED]
+    assert committed(kafka_bootstrap, out) == (
+        [r.value["seq"] for r in runner.committed_records()], sizes)
+    assert upstream.starts == kit_upstream.starts == [None, {"seq": 4}]
+    assert upstream.committed == kit_upstream.committed
+    assert upstream.stops == kit_upstream.stops
+    assert offsets_read_back(kafka_bootstrap, offsets) == runner.offsets.offset(PART) == {"seq": 12}
 
 
 def test_rule5_a_rewind_while_stopping_starts_no_new_instance(

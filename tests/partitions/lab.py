@@ -1,0 +1,235 @@
+"""The partition suite's processes, each in a network namespace of its own.
+
+A :class:`Lab` runs, on one private :class:`~network.Network`:
+
+* ``broker``: a Kafka broker (``deploy/kafka.sh``) listening on its host's
+  address;
+* ``w0``, ``w1``, ...: worker processes (``python -m connect_runtime.cli``),
+  each with its Spark ``local[N]`` inside its namespace, so its tasks share
+  its fate on the network, as a pod's would;
+* in each worker's namespace, a Toxiproxy in the path to the broker: the
+  worker's (and its tasks') connections to the broker's address are
+  redirected (``iptables -t nat OUTPUT ... DNAT``) to the proxy, which
+  forwards them. With no toxic it passes bytes through; a latency toxic
+  delays them (the kernel here has no netem). The proxy itself runs with
+  group id :data:`PROXY_GID`, which the redirect skips, so its own
+  connections reach the broker.
+
+The test process stays in the root namespace and talks to every host through
+the bridge.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import httpx
+from e2e.harness import WorkerProcess
+from kafka_helpers import Broker, wait_for
+from network import Host, Network
+
+REPO = Path(__file__).resolve().parents[2]
+TOOLS_SH = REPO / "deploy" / "kubernetes" / "tools.sh"
+BROKER_PORT = 9092
+PROXY_PORT = 19092  # in each worker's namespace
+PROXY_API_PORT = 8474
+PROXY_GID = 65534  # nogroup: the redirect leaves the proxy's own connections alone
+
+
+def toxiproxy_binary() -> str:
+    """The cached Toxiproxy server, built on first use (``tools.sh toxiproxy``)."""
+    done = subprocess.run(["bash", str(TOOLS_SH), "toxiproxy"], check=True,
+                          stdout=subprocess.PIPE, text=True)
+    return done.stdout.strip()
+
+
+class Proxy:
+    """One Toxiproxy server in ``host``'s namespace, between it and the broker."""
+
+    def __init__(self, host: Host, broker: Host, workdir: Path, binary: str) -> None:
+        self.host = host
+        self.broker = broker
+        self.api = f"http://{host.ip}:{PROXY_API_PORT}"
+        self._log = workdir / f"toxiproxy-{host.name}.log"
+        self._binary = binary
+        self._proc: subprocess.Popen[bytes] | None = None
+        self.name = "broker"
+
+    def start(self) -> None:
+        with self._log.open("ab") as log:
+            self._proc = subprocess.Popen(
+                [*self.host.exec_prefix(), "setpriv", f"--regid={PROXY_GID}", "--clear-groups",
+                 self._binary, "-host", self.host.ip, "-port", str(PROXY_API_PORT)],
+                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        wait_for(self._up, 30, f"toxiproxy in {self.host.name}", interval=0.2)
+        httpx.post(f"{self.api}/proxies", json={
+            "name": self.name, "listen": f"{self.host.ip}:{PROXY_PORT}",
+            "upstream": f"{self.broker.ip}:{BROKER_PORT}", "enabled": True},
+            timeout=5).raise_for_status()
+        self.host.iptables("-t", "nat", "-A", "OUTPUT", "-p", "tcp", "-d", self.broker.ip,
+                           "--dport", str(BROKER_PORT), "-m", "owner", "!", "--gid-owner",
+                           str(PROXY_GID), "-j", "DNAT", "--to-destination",
+                           f"{self.host.ip}:{PROXY_PORT}")
+
+    def _up(self) -> bool:
+        assert self._proc is not None
+        if self._proc.poll() is not None:
+            raise AssertionError(f"toxiproxy in {self.host.name} exited: "
+                                 f"{self._log.read_text(errors='replace')[-2000:]}")
+        try:
+            return httpx.get(f"{self.api}/version", timeout=1).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    def latency(self, ms: int, jitter_ms: int) -> None:
+        """Delay what the broker sends back by ``ms`` +- ``jitter_ms``."""
+        httpx.post(f"{self.api}/proxies/{self.name}/toxics", json={
+            "name": "latency", "type": "latency", "stream": "downstream",
+            "attributes": {"latency": ms, "jitter": jitter_ms}}, timeout=5).raise_for_status()
+
+    def clear(self) -> None:
+        """Remove every toxic."""
+        toxics = httpx.get(f"{self.api}/proxies/{self.name}/toxics", timeout=5).json()
+        for toxic in toxics:
+            httpx.delete(f"{self.api}/proxies/{self.name}/toxics/{toxic['name']}",
+                         timeout=5).raise_for_status()
+
+    def stop(self) -> None:
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.terminate()
+            try:
+                self._proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
+
+
+class Lab:
+    """The broker and ``workers`` workers of one group, each in its namespace."""
+
+    def __init__(self, workdir: Path, workers: int = 3,
+                 overrides: dict[str, str] | None = None) -> None:
+        self.workdir = workdir
+        self.net = Network()
+        self.size = workers
+        self.overrides = overrides or {}
+        self.group = f"partitions-{os.urandom(3).hex()}"
+        self.broker_host: Host
+        self.broker: Broker
+        self.worker_hosts: list[Host] = []
+        self.workers: list[WorkerProcess] = []
+        self.proxies: list[Proxy] = []
+
+    @property
+    def bootstrap(self) -> str:
+        return self.broker.bootstrap
+
+    def start(self) -> Lab:
+        try:
+            self._start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _start(self) -> None:
+        binary = toxiproxy_binary()
+        self.net.start()
+        self.broker_host = self.net.add_host("broker")
+        self.worker_hosts = [self.net.add_host(f"w{i}") for i in range(self.size)]
+        (self.workdir / "kafka").mkdir(parents=True, exist_ok=True)
+        self.broker = Broker(self.workdir / "kafka", BROKER_PORT, host=self.broker_host.ip,
+                             prefix=self.broker_host.exec_prefix())
+        self.broker.start()
+        for host in self.worker_hosts:
+            proxy = Proxy(host, self.broker_host, self.workdir, binary)
+            self.proxies.append(proxy)
+            proxy.start()
+        settings = {"session.timeout.ms": "6000", "heartbeat.interval.ms": "1500",
+                    "spark.master": "local[8]", **self.overrides}
+        self.workers = []
+        for host in self.worker_hosts:
+            workdir = self.workdir / host.name
+            workdir.mkdir(parents=True, exist_ok=True)
+            # Every worker on port 8083 of its own address, as pods would be.
+            self.workers.append(WorkerProcess(self.bootstrap, self.group, 8083, workdir, settings,
+                                              host=host.ip, prefix=host.exec_prefix()))
+        for worker in self.workers:
+            worker.start(wait=False)
+        for worker in self.workers:
+            worker.wait_healthy()
+
+    def stop(self) -> None:
+        """Stop every process, then remove the network (nothing may be left behind)."""
+        with contextlib.suppress(Exception):
+            self.net.heal()
+        for worker in self.workers:
+            if worker.proc is not None and worker.proc.poll() is None:
+                worker.signal_tree(signal.SIGCONT)
+            worker.stop(timeout=60)
+        for proxy in self.proxies:
+            proxy.stop()
+        if getattr(self, "broker", None) is not None:
+            self.broker.stop()
+        self.net.stop()  # anything still in a namespace goes with it
+
+    def __enter__(self) -> Lab:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # ------------------------------------------------------------- views
+
+    def host_of(self, worker: WorkerProcess) -> Host:
+        return self.worker_hosts[self.workers.index(worker)]
+
+    def proxy_of(self, worker: WorkerProcess) -> Proxy:
+        return self.proxies[self.workers.index(worker)]
+
+    def alive(self) -> list[WorkerProcess]:
+        return [w for w in self.workers if w.proc is not None and w.proc.poll() is None]
+
+    def leader_views(self) -> dict[str, Any]:
+        """What each live worker says of the leader (or the error it gave)."""
+        views: dict[str, Any] = {}
+        for w in self.alive():
+            try:
+                views[w.host] = httpx.get(f"{w.url}/internal/leader", timeout=3).json()
+            except httpx.HTTPError as e:
+                views[w.host] = repr(e)
+        return views
+
+    def leader(self, among: Sequence[WorkerProcess] | None = None,
+               timeout: float = 120) -> WorkerProcess:
+        """The worker every one of ``among`` (default: all live ones) names as
+        leader, once they agree and it says it leads."""
+        def agreed() -> WorkerProcess | None:
+            group = list(among) if among is not None else self.alive()
+            urls = set()
+            for w in group:
+                try:
+                    urls.add(httpx.get(f"{w.url}/internal/leader", timeout=3)
+                             .json()["leader_url"])
+                except httpx.HTTPError:
+                    return None
+            if len(urls) != 1:
+                return None
+            (url,) = urls
+            leader = next((w for w in self.workers if w.url == url), None)
+            if leader is None:
+                return None
+            try:
+                leads = httpx.get(f"{leader.url}/internal/leader", timeout=3).json()
+            except httpx.HTTPError:
+                return None
+            return leader if leads["is_leader"] else None
+        found: WorkerProcess = wait_for(agreed, timeout, "the workers to agree on a leader",
+                                        interval=0.5)
+        return found

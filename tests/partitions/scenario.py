@@ -1,0 +1,355 @@
+"""The partition suite's workload, faults and checks (docs/reliability.md).
+
+Sequence connectors run on a :class:`~lab.Lab` (one per transaction boundary,
+one of them aborting every third transaction) while network faults come and
+go. Each fault is applied at a moment and for a time drawn from a seeded
+``random.Random``, so a seed replays the same schedule. After each fault a
+``read_committed`` tail (in the root namespace, straight to the broker) must
+show, for every source partition, a committed record produced after the
+fault began (the recovery time); and what was committed so far must have no
+duplicate, no gap and no record of a deliberately aborted transaction. At the
+end the connectors are stopped and the verifier reads the topics again.
+"""
+
+from __future__ import annotations
+
+import random
+import signal
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+from chaos.faults import CommittedTail, FaultTable, Group, wait_recovered
+from e2e.harness import WorkerProcess
+from kafka_helpers import create_topic, wait_for
+from lab import Lab
+
+from connect_runtime.connectors.sequence import expected_aborted
+from connect_runtime.tools.verify import format_table, verify_topics
+
+SEQ = "SequenceSourceConnector"
+SESSION_TIMEOUT_S = 6.0  # the lab's session.timeout.ms
+RECOVERY_TIMEOUT = 150.0
+COMMIT_EVERY, ABORT_EVERY = 10, 3
+
+
+def aborted(seq: int) -> bool:
+    return expected_aborted(seq, COMMIT_EVERY, ABORT_EVERY)
+
+
+@dataclass(frozen=True)
+class Workload:
+    """One sequence connector: its config, source partitions, deliberately aborted seqs."""
+
+    short: str
+    config: dict[str, str]
+    partitions: int
+    missing: Callable[[int], bool] | None = None
+
+
+WORKLOADS = (
+    Workload("poll", {"tasks.max": "3", "partitions": "4", "batch.size": "20",
+                      "rate.per.sec": "100"}, 4),
+    Workload("interval", {"tasks.max": "1", "partitions": "2", "batch.size": "10",
+                          "rate.per.sec": "60", "transaction.boundary": "interval",
+                          "transaction.boundary.interval.ms": "400"}, 2),
+    Workload("aborts", {"tasks.max": "2", "partitions": "2", "batch.size": "5",
+                        "rate.per.sec": "60", "transaction.boundary": "connector",
+                        "commit.every.records": str(COMMIT_EVERY),
+                        "abort.every.transactions": str(ABORT_EVERY)}, 2, aborted),
+)
+
+
+@dataclass
+class Observation:
+    """Something the suite saw that the docs report (what REST answered, ...)."""
+
+    fault: str
+    what: str
+
+
+@dataclass
+class Scenario:
+    lab: Lab
+    rng: random.Random
+    table: FaultTable = field(default_factory=FaultTable)
+    observations: list[Observation] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.names = {w.short: f"part-{w.short}" for w in WORKLOADS}
+        self.groups: list[Group] = [(self.names[w.short], p) for w in WORKLOADS
+                                    for p in range(w.partitions)]
+        self.tail = CommittedTail(self.lab.bootstrap,
+                                  {self.topic(w.short): self.names[w.short] for w in WORKLOADS})
+        self.tasks_max = {w.short: int(w.config["tasks.max"]) for w in WORKLOADS}
+
+    @staticmethod
+    def topic(short: str) -> str:
+        return f"out-{short}"
+
+    # ---------------------------------------------------------------- running
+
+    def start(self) -> None:
+        for w in WORKLOADS:
+            create_topic(self.lab.bootstrap, self.topic(w.short), 3)
+        self.tail.start()
+        leader = self.lab.leader()
+        for w in WORKLOADS:
+            created = leader.rest("POST", "/connectors", json={
+                "name": self.names[w.short],
+                "config": {"connector.class": SEQ, "topic": self.topic(w.short), **w.config}})
+            assert created.status_code == 201, created.text
+        self.wait_running()
+        self.recovered("start", time.time() - 0.001)
+
+    def wait_running(self, timeout: float = RECOVERY_TIMEOUT) -> None:
+        leader = self.lab.leader()
+        for w in WORKLOADS:
+            leader.wait_tasks(self.names[w.short], "RUNNING", self.tasks_max[w.short], timeout)
+
+    def recovered(self, fault: str, since: float, produced_after: float | None = None) -> float:
+        """Seconds from ``since`` until every source partition committed a record
+        produced after ``produced_after`` (default ``since``)."""
+        return wait_recovered(self.tail, self.table, self.groups, fault, since,
+                              RECOVERY_TIMEOUT, self.diagnosis, produced_after)
+
+    def check(self, fault: str) -> None:
+        """No duplicate, no gap, no aborted record in what was committed so far."""
+        reports = [self.tail.verify(self.names[w.short], w.missing, range(w.partitions))
+                   for w in WORKLOADS]
+        for row in (fault, fault + " (healed)"):
+            if row == fault or row in self.table.rows:
+                self.table.checked(row, self.tail.count(), reports)
+        bad = [v for r in reports for v in r.violations()]
+        assert not bad, f"after {fault}:\n" + "\n".join(bad) + "\n" + self.table.format()
+
+    def diagnosis(self) -> str:
+        lines = [f"leader views: {self.lab.leader_views()}"]
+        for w in self.lab.alive():
+            try:
+                lead = w.rest("GET", "/internal/leader").json()
+                if lead["is_leader"]:
+                    lines += [f"  status {n}: {w.status(n)}" for n in self.names.values()]
+            except Exception as e:  # a partitioned worker may not answer: say so
+                lines.append(f"{w.url}: {e!r}")
+        for w in self.lab.workers:
+            lines.append(f"--- {w.host} log tail ---\n{w.tail(40)}")
+        return "\n".join(lines)
+
+    def others(self, worker: WorkerProcess) -> list[WorkerProcess]:
+        return [w for w in self.lab.workers if w is not worker]
+
+    def hold(self, low: float, high: float) -> float:
+        """A fault's duration, drawn from the schedule's generator."""
+        return round(self.rng.uniform(low, high), 1)
+
+    def settle(self) -> None:
+        """Wait a random moment before the next fault (0.5 to 4 s)."""
+        time.sleep(self.hold(0.5, 4.0))
+
+    # ------------------------------------------------------------------ faults
+
+    def leader_cut_from_broker(self) -> None:
+        """Fault 1: the leader (its tasks with it) cut from the broker, both ways,
+        past session.timeout.ms; the others elect a leader that runs the tasks
+        again (fencing the cut ones), then the cut heals."""
+        fault = "leader cut from broker"
+        self.settle()
+        leader = self.lab.leader()
+        host = self.lab.host_of(leader)
+        duration = self.hold(SESSION_TIMEOUT_S + 4, SESSION_TIMEOUT_S + 20)
+        since = time.time()
+        host.cut_from(self.lab.broker_host)
+        try:
+            self.lab.leader(among=self.others(leader), timeout=RECOVERY_TIMEOUT)
+            self.recovered(fault, since)
+            time.sleep(max(0.0, since + duration - time.time()))
+        finally:
+            host.heal()
+        self.lab.leader()  # the old leader has rejoined as a follower
+        self.recovered(fault + " (healed)", time.time())
+        self.check(fault)
+
+    def leader_cut_from_workers(self) -> None:
+        """Fault 2: the leader cut from the other workers, not from the broker:
+        forwarded requests fail, group membership does not."""
+        fault = "leader cut from workers"
+        self.settle()
+        leader = self.lab.leader()
+        host = self.lab.host_of(leader)
+        follower = self.others(leader)[0]
+        duration = self.hold(8, 20)
+        since = time.time()
+        host.cut_from(*(self.lab.host_of(w) for w in self.others(leader)))
+        try:
+            self.recovered(fault, since)
+            # A write sent to a follower must be forwarded to the leader: what it
+            # answers. (Restarting the connector object leaves its tasks running.)
+            path = f"/connectors/{self.names['interval']}/restart"
+            try:
+                answer = follower.rest("POST", path, timeout=90)
+                seen = f"{answer.status_code} {answer.text[:300]}"
+            except httpx.HTTPError as e:
+                seen = f"no answer in 90 s ({e!r})"
+            self.observations.append(Observation(fault, f"POST {path} on a follower: {seen}"))
+            time.sleep(max(0.0, since + duration - time.time()))
+        finally:
+            host.heal()
+        assert self.lab.leader() is leader, "the leader changed: the fault was not this one"
+        self.check(fault)
+
+    def broker_answers_to_leader_dropped(self) -> None:
+        """Fault 3: what the broker sends the leader is lost, what the leader sends
+        arrives, past session.timeout.ms."""
+        fault = "broker's answers to leader dropped"
+        self.settle()
+        leader = self.lab.leader()
+        duration = self.hold(SESSION_TIMEOUT_S + 4, SESSION_TIMEOUT_S + 20)
+        since = time.time()
+        self.lab.broker_host.drop_to(self.lab.host_of(leader))
+        try:
+            self.recovered(fault, since)
+            time.sleep(max(0.0, since + duration - time.time()))
+        finally:
+            self.lab.broker_host.heal()
+        self.lab.leader()
+        self.recovered(fault + " (healed)", time.time())
+        self.check(fault)
+
+    def slow_lossy_links(self, seconds: float = 60.0) -> None:
+        """Fault 6: every worker's path to the broker at 200 ms +- 100 ms latency
+        (Toxiproxy, what the broker sends back) and 5% packet loss each way
+        (iptables' statistic match), with commits in flight."""
+        fault = "200 +- 100 ms, 5% loss to broker"
+        self.settle()
+        since = time.time()
+        try:
+            for proxy, host in zip(self.lab.proxies, self.lab.worker_hosts, strict=True):
+                proxy.latency(200, 100)
+                host.lose(0.05, self.lab.broker_host)
+            self.recovered(fault, since)
+            time.sleep(max(0.0, since + seconds - time.time()))
+        finally:
+            for proxy in self.lab.proxies:
+                proxy.clear()
+            self.lab.net.heal()
+        self.recovered(fault + " (healed)", time.time())
+        self.check(fault)
+
+    def broker_restart_during_fencing(self) -> None:
+        self._broker_restart_during(fencing=True)
+
+    def broker_restart_during_task_count_write(self) -> None:
+        self._broker_restart_during(fencing=False)
+
+    def _broker_restart_during(self, fencing: bool) -> None:
+        """Fault 8: the broker SIGKILLed, then restarted, while the leader fences
+        the previous generation's producers, or while it writes the task-count
+        record that lets the new generation start (KIP-618).
+
+        A change of ``tasks.max`` (3 <-> 4) makes the leader fence. One second
+        of latency on the leader's link stretches each step's round trips; the
+        leader's DEBUG lines say when a step begins (``fencing transactional.id
+        ...``, ``writing the task-count record ...``), and the broker is killed
+        as soon as that line appears, so the kill lands inside the step. That it
+        did is checked: the step's end (the INFO line of the fence, or the new
+        generation's first task start) was not logged before the kill."""
+        phase = "fencing" if fencing else "task-count record write"
+        fault = f"broker SIGKILL during {phase}"
+        self.settle()
+        leader = self.lab.leader()
+        w = WORKLOADS[0]
+        name = self.names[w.short]
+        tasks = 4 if self.tasks_max[w.short] == 3 else 3
+        level = leader.rest("PUT", "/admin/loggers/connect_runtime.cluster.fencing",
+                            json={"level": "DEBUG"})
+        assert level.status_code == 200, level.text
+        begins = (f"DEBUG fencing transactional.id {self.lab.group}-{name}-" if fencing
+                  else f"DEBUG writing the task-count record of connector {name}:")
+        offset = leader.log_path.stat().st_size
+        proxy = self.lab.proxy_of(leader)
+        proxy.latency(1000, 0)
+        since = time.time()
+        try:
+            changed = leader.rest("PUT", f"/connectors/{name}/config", json={
+                "connector.class": SEQ, "topic": self.topic(w.short), **w.config,
+                "tasks.max": str(tasks)})
+            assert changed.status_code == 200, changed.text
+            self.tasks_max[w.short] = tasks
+            wait_for(lambda: begins in self._log_since(leader, offset), 120,
+                     f"the leader to begin {phase}", interval=0.02)
+            self.lab.broker.kill(signal.SIGKILL)
+            before_kill = self._log_since(leader, offset)
+        finally:
+            proxy.clear()
+        ended = (f"INFO fenced {self.tasks_max_before(tasks)} producer(s) of connector {name}"
+                 if fencing else f"INFO task {name}-0 started on host")
+        assert ended not in before_kill, f"the kill came after the {phase} ended"
+        self.lab.broker.start()
+        self.observations.append(Observation(
+            fault, f"tasks.max -> {tasks}; the broker was killed after the leader logged "
+                   f"{begins.split(' ', 1)[1]!r}..., before {ended.split(' ', 1)[1]!r}"))
+        self.wait_running()
+        self.recovered(fault, since)
+        self.check(fault)
+
+    @staticmethod
+    def tasks_max_before(now: int) -> int:
+        return 3 if now == 4 else 4
+
+    @staticmethod
+    def _log_since(worker: WorkerProcess, offset: int) -> str:
+        with worker.log_path.open("rb") as log:
+            log.seek(offset)
+            return log.read().decode(errors="replace")
+
+    # -------------------------------------------------------------------- end
+
+    def stop_all_and_verify(self) -> dict[str, Any]:
+        """Stop every connector; the verifier reads each topic again from the broker."""
+        leader = self.lab.leader()
+        for name in self.names.values():
+            leader.rest("PUT", f"/connectors/{name}/stop")
+        for name in self.names.values():
+            wait_for(lambda n=name: leader.status(n).get("connector", {}).get("state")  # type: ignore[misc]
+                     == "STOPPED", 90, f"{name} to stop")
+        self.tail.stop()
+        reports = {}
+        for w in WORKLOADS:
+            report = verify_topics(self.lab.bootstrap, [self.topic(w.short)],
+                                   expected_missing=w.missing,
+                                   expect_groups=[str(p) for p in range(w.partitions)])
+            print(f"\n{w.short} ({self.names[w.short]}):\n{format_table(report)}")
+            assert report.ok, f"{w.short}: " + "; ".join(report.violations())
+            assert report.incomplete == [], report.incomplete
+            reports[w.short] = report
+        return reports
+
+
+FAULTS: dict[str, Callable[[Scenario], None]] = {
+    "leader cut from broker": Scenario.leader_cut_from_broker,
+    "leader cut from workers": Scenario.leader_cut_from_workers,
+    "broker's answers to leader dropped": Scenario.broker_answers_to_leader_dropped,
+    "200 +- 100 ms, 5% loss to broker": Scenario.slow_lossy_links,
+    "broker SIGKILL during fencing": Scenario.broker_restart_during_fencing,
+    "broker SIGKILL during task-count record write":
+        Scenario.broker_restart_during_task_count_write,
+}
+
+
+def run(lab: Lab, seed: int, rounds: int) -> Scenario:
+    """Every fault ``rounds`` times, in an order shuffled per round by ``seed``."""
+    scenario = Scenario(lab, random.Random(seed))
+    scenario.start()
+    try:
+        for _ in range(rounds):
+            order = list(FAULTS)
+            scenario.rng.shuffle(order)
+            for name in order:
+                FAULTS[name](scenario)
+        scenario.stop_all_and_verify()
+    finally:
+        scenario.tail.stop()
+    return scenario

@@ -36,6 +36,7 @@ import contextlib
 import ipaddress
 import os
 import secrets
+import shutil
 import signal
 import subprocess
 import time
@@ -60,8 +61,8 @@ def available() -> str | None:
     """Why this machine cannot run the suite, or None if it can."""
     if os.geteuid() != 0:
         return "needs root (network namespaces, bridges, iptables)"
-    for tool in ("ip", "iptables"):
-        if run("sh", "-c", f"command -v {tool}", check=False).returncode != 0:
+    for tool in ("ip", "iptables", "nsenter", "unshare"):
+        if shutil.which(tool) is None:
             return f"needs {tool}"
     return None
 
@@ -195,7 +196,8 @@ class Network:
                 host.heal()
 
     def stop(self) -> None:
-        """Remove the namespaces (their processes must be gone), links and bridge."""
+        """Kill whatever still runs in the namespaces, then remove them, their links,
+        the bridge and its FORWARD rule."""
         for host in self.hosts:
             run("ip", "link", "del", host.link, check=False)  # its peer goes with it
             for pid in host.pids():  # nothing may outlive its namespace

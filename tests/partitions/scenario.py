@@ -262,7 +262,8 @@ class Scenario:
         leader = self.lab.leader()
         w = WORKLOADS[0]
         name = self.names[w.short]
-        tasks = 4 if self.tasks_max[w.short] == 3 else 3
+        previous = self.tasks_max[w.short]
+        tasks = 4 if previous == 3 else 3
         level = leader.rest("PUT", "/admin/loggers/connect_runtime.cluster.fencing",
                             json={"level": "DEBUG"})
         assert level.status_code == 200, level.text
@@ -284,7 +285,7 @@ class Scenario:
             before_kill = self._log_since(leader, offset)
         finally:
             proxy.clear()
-        ended = (f"INFO fenced {self.tasks_max_before(tasks)} producer(s) of connector {name}"
+        ended = (f"INFO fenced {previous} producer(s) of connector {name}"
                  if fencing else f"INFO task {name}-0 started on host")
         assert ended not in before_kill, f"the kill came after the {phase} ended"
         self.lab.broker.start()
@@ -294,10 +295,6 @@ class Scenario:
         self.wait_running()
         self.recovered(fault, since)
         self.check(fault)
-
-    @staticmethod
-    def tasks_max_before(now: int) -> int:
-        return 3 if now == 4 else 4
 
     @staticmethod
     def _log_since(worker: WorkerProcess, offset: int) -> str:

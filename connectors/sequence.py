@@ -22,7 +22,9 @@ Connector-defined transactions (``transaction.boundary=connector``): records of
 partition k are grouped by ``g = seq // commit.every.records``. Each group is one
 transaction holding only that partition's records; after the group's last record
 (or the record at ``max.records - 1``) the task asks to commit it, or to abort it
-when ``abort.every.transactions = M > 0`` and ``(g + 1) % M == 0``. So whether a
+when ``abort.every.transactions = M > 0`` and ``(g + 1) % M == 0``. With
+``empty.commits=true`` the poll after each such request returns nothing and asks
+to commit again: a commit with nothing written, which the framework drops. So whether a
 seq is visible is a pure function of the seq: :func:`expected_aborted`. This
 relies on the framework not committing a half-finished connector-defined
 transaction when the task stops (Kafka Connect discards it), so a restart
@@ -64,6 +66,7 @@ COMMIT_EVERY_RECORDS = "commit.every.records"
 ABORT_EVERY_TRANSACTIONS = "abort.every.transactions"
 POLL_IDLE_MS = "poll.idle.ms"
 EMIT_BATCHES = "emit.batches"
+EMPTY_COMMITS = "empty.commits"
 
 TASK_PARTITIONS = "sequence.partitions"
 TASK_ID = "task.id"
@@ -94,6 +97,10 @@ CONFIG_DEF = (
     .define(EMIT_BATCHES, Type.BOOLEAN, True, importance=Importance.LOW,
             documentation="Return RecordBatch columns (true) or one SourceRecord per record "
             "(false, each with its own offset); the same records reach Kafka either way.")
+    .define(EMPTY_COMMITS, Type.BOOLEAN, False, importance=Importance.LOW,
+            documentation="With transaction.boundary=connector: after each transaction the "
+            "task ends, one poll returns nothing and calls commit_transaction() (a commit with "
+            "nothing written, which the framework drops).")
 )
 
 _TASK_CONFIG_DEF = CONFIG_DEF.merged(
@@ -218,6 +225,8 @@ class SequenceSourceTask(SourceTask):
         self._abort_every: int = values[ABORT_EVERY_TRANSACTIONS]
         self._idle_s: float = values[POLL_IDLE_MS] / 1000
         self._batches: bool = values[EMIT_BATCHES]
+        self._empty_commits: bool = values[EMPTY_COMMITS]
+        self._ended = False  # a transaction request was made since the last empty commit
         self._task_id: int = values[TASK_ID]
         self._parts = self._resume(_partition_numbers(values[TASK_PARTITIONS]))
         self._pad = "x" * max(0, values[RECORD_SIZE_BYTES] - self._value_overhead())
@@ -250,6 +259,10 @@ class SequenceSourceTask(SourceTask):
     def poll(self) -> list[SourceRecord | RecordBatch] | None:
         if self._stopping.is_set():
             return None
+        if self._ended and self._txn is not None:
+            self._ended = False
+            self._txn.commit_transaction()  # nothing written since the last request
+            return None
         if self._current() is None:  # every partition reached max.records
             self._stopping.wait(self._idle_s)
             return None
@@ -270,6 +283,9 @@ class SequenceSourceTask(SourceTask):
             if part.next == before:
                 break
             emitted += part.next - before
+            # Only when the batch's last record ended a transaction is nothing open
+            # after this poll: an empty commit then commits nothing.
+            self._ended = boundary and self._empty_commits
         if self._rate > 0:
             self._rate_t += emitted / self._rate
         return batch or None

@@ -5,6 +5,8 @@
 #   deploy/kafka.sh start            format storage if needed, start in the background, wait until ready
 #   deploy/kafka.sh stop             SIGTERM, then SIGKILL after KAFKA_STOP_TIMEOUT seconds
 #   deploy/kafka.sh status           exit 0 if the broker of KAFKA_DATA_DIR is running
+#   deploy/kafka.sh features         print the running broker's finalized features
+#                                    (name=level per line: transaction.version, ...)
 #
 # Environment (all optional):
 #   KAFKA_CACHE_DIR       where jars are cached          (default: <repo>/.cache)
@@ -129,6 +131,13 @@ format_storage() {
     ${scram[@]+"${scram[@]}"} >/dev/null 2>&1
 }
 
+features() {
+  fetch
+  # The Admin API's describeFeatures, from a single-file program on the broker's jars;
+  # the client's own logging (SLF4J without a binding) goes nowhere.
+  java -cp "$(java_cp)" "$here/kafka/Features.java" "$host:$port" 2>/dev/null
+}
+
 running() {
   [ -f "$pid_file" ] && kill -0 "$(cat "$pid_file")" 2>/dev/null
 }
@@ -176,5 +185,6 @@ case "${1:-}" in
   start) start ;;
   stop) stop ;;
   status) running ;;
-  *) echo "usage: $0 fetch|start|stop|status" >&2; exit 2 ;;
+  features) features ;;
+  *) echo "usage: $0 fetch|start|stop|status|features" >&2; exit 2 ;;
 esac

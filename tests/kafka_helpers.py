@@ -85,6 +85,13 @@ class Broker:
     def pid(self) -> int:
         return int((self.data_dir / "broker.pid").read_text().strip())
 
+    def features(self) -> dict[str, int]:
+        """The broker's finalized feature levels (``kafka.sh features``)."""
+        done = subprocess.run(["bash", KAFKA_SH, "features"], env=self._env, check=True,
+                              stdout=subprocess.PIPE, text=True)
+        return {name: int(level) for name, _, level in
+                (line.partition("=") for line in done.stdout.split())}
+
     def kill(self, sig: int, timeout: float = 60) -> None:
         """Send ``sig`` and wait for the broker to exit (SIGTERM: a controlled shutdown)."""
         pid = self.pid()

@@ -212,7 +212,10 @@ class ExactlyOnceTaskLoop(TaskLoop):
                "producer.override.transaction.timeout.ms")) from error
 
     def _fenced(self) -> Outcome:
-        log.info("Task %s was fenced by a newer generation; stopping quietly", self.label)
+        # A newer generation of the task, or the same task run again elsewhere (a
+        # restart after its slot was declared lost), owns its transactional.id now.
+        log.info("Task %s was fenced by a newer instance with its transactional.id; stopping "
+                 "quietly", self.label)
         self._in_txn = False
         return Outcome.FENCED
 

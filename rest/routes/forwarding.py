@@ -76,11 +76,19 @@ def _is_connect_error(response: httpx.Response) -> bool:
     return isinstance(body, dict) and isinstance(body.get("error_code"), int) and "message" in body
 
 
+# A leader that has not accepted a connection within this is unreachable (a
+# partition, a host gone): answer then, not after the whole request timeout,
+# which Kafka Connect waits for (90 s) before its same 500. Connecting to a live
+# leader takes milliseconds; 10 s leaves room for three lost SYNs.
+CONNECT_TIMEOUT_S = 10.0
+
+
 class Forwarder:
     """Exception handler that sends a request on to the leader (see module docstring).
 
     ``timeout_s`` bounds each forwarded request; Connect's default REST request
     timeout is 90 s, and a fence may wait that long on transaction coordinators.
+    Connecting is bounded by :data:`CONNECT_TIMEOUT_S` (or ``timeout_s`` if less).
     ``tls`` is the client context for an ``https://`` leader (the worker's
     truststore and, under mutual TLS, its certificate); None: the system's CAs.
     """
@@ -118,13 +126,18 @@ class Forwarder:
             # A client per request, as Connect's RestClient does: forwarding is rare
             # (follower writes only), and a shared client would tie its connection
             # pool to whichever event loop first used it.
-            async with httpx.AsyncClient(timeout=self.timeout_s, follow_redirects=False,
+            connect_s = min(self.timeout_s, CONNECT_TIMEOUT_S)
+            timeout = httpx.Timeout(self.timeout_s, connect=connect_s)
+            async with httpx.AsyncClient(timeout=timeout, follow_redirects=False,
                                          verify=self.verify) as client:
                 response = await client.request(request.method, f"{url}?{query}",
                                                 headers=headers, content=body or None)
         except (httpx.HTTPError, httpx.InvalidURL) as e:
             log.error("IO error forwarding REST request to %s", where, exc_info=e)
             detail = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
+            if isinstance(e, httpx.ConnectTimeout):
+                detail = (f"{type(e).__name__}: the leader did not accept a connection within "
+                          f"{connect_s:g} s")
             return error_response(500, f"IO Error trying to forward REST request to {where}: "
                                        f"{detail}")
         return _relay(response, where)

@@ -148,14 +148,23 @@ class FaultRow:
     gaps: int = 0
     leaked: int = 0  # records of deliberately aborted transactions that were visible
     recoveries: list[float] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)  # extra columns, summed over rounds
 
 
 class FaultTable:
     """One row per kind of fault: rounds, records checked, duplicates, gaps, aborted
-    records visible, recovery."""
+    records visible, recovery, and any counted columns a suite adds (:meth:`count`)."""
 
     def __init__(self) -> None:
         self.rows: dict[str, FaultRow] = {}
+        self.columns: list[str] = []  # counted columns, in the order first used
+
+    def count(self, fault: str, column: str, n: int) -> None:
+        """Add ``n`` to ``column`` of ``fault``'s row (summed over its rounds)."""
+        row = self.rows.setdefault(fault, FaultRow(fault))
+        row.counts[column] = row.counts.get(column, 0) + n
+        if column not in self.columns:
+            self.columns.append(column)
 
     def record(self, fault: str, recovery: float) -> None:
         row = self.rows.setdefault(fault, FaultRow(fault))
@@ -172,7 +181,7 @@ class FaultTable:
 
     def format(self) -> str:
         head = ("fault", "rounds", "records checked", "duplicates", "gaps",
-                "aborted visible", "recovery s (median / max)")
+                "aborted visible", *self.columns, "recovery s (median / max)")
         # Records, duplicates and gaps are cumulative: everything committed up to
         # the end of that fault's rounds, checked again each time.
         lines = [head]
@@ -180,7 +189,10 @@ class FaultTable:
             rec = (f"{statistics.median(row.recoveries):.1f} / {max(row.recoveries):.1f}"
                    if row.recoveries else "-")
             lines.append((row.fault, str(row.rounds), str(row.records), str(row.duplicates),
-                          str(row.gaps), str(row.leaked), rec))
+                          str(row.gaps), str(row.leaked),
+                          # "-": nothing counted for this row (its fault counts elsewhere)
+                          *(str(row.counts.get(c, 0)) if row.counts else "-"
+                            for c in self.columns), rec))
         widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
         out = ["  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip()
                for line in lines]

@@ -202,7 +202,7 @@ def test_expected_aborted_formula(seq: int, aborted: bool) -> None:
 
 def transactions(batches: list[RecordBatch], txn: FakeTransactions) -> list[tuple[str, list]]:
     """Split batches the way the framework would, after the requested batches."""
-    ends = {id(r): kind for kind, r in txn.requests}
+    ends = {id(r): kind for kind, r in txn.requests if r is not None}
     out: list[tuple[str, list]] = []
     current: list[tuple[int, int]] = []
     for batch in batches:
@@ -230,6 +230,34 @@ def test_connector_boundaries_commit_and_abort_whole_groups_of_one_partition() -
         assert (kind == "abort") is expected_aborted(members[0][1], 10, 3)
     aborted = sorted(last_seq(r) for kind, r in txn.requests if kind == "abort" and r)
     assert aborted == [29, 29, 59, 59]
+
+
+def test_empty_commits_follow_only_polls_whose_last_record_ended_a_transaction() -> None:
+    txn = FakeTransactions()
+    config = task_config("0,1", **{"batch.size": "5", "commit.every.records": "10",
+                                   "abort.every.transactions": "3", "max.records": "60",
+                                   "poll.idle.ms": "1", "empty.commits": "true"})
+    task = started(config, txn=txn)
+    polls = [task.poll() for _ in range(60)]
+    empties = 0
+    for i, polled in enumerate(polls):
+        if polled is None:
+            continue
+        asked = [(kind, r) for kind, r in txn.requests if r is polled[-1]]
+        follows = polls[i + 1] if i + 1 < len(polls) else ...
+        if asked:  # the poll's last record ended a transaction: nothing is open after it
+            assert follows is None, f"poll {i} ended a transaction; the next one must be empty"
+            empties += 1
+        else:
+            assert follows is not None, f"poll {i} left a transaction open; no empty commit"
+    assert [kind for kind, r in txn.requests if r is None] == ["commit"] * empties
+    assert empties == 12  # batches of 5 end every group, the last ones included
+    # The groups are as without empty commits: whole, one partition each.
+    batches = [b for polled in polls for b in polled or []]
+    groups = transactions(batches, txn)
+    assert len(rows(batches)) == 120 and len(groups) == 12
+    assert all(len({p for p, _ in members}) == 1 and len(members) == 10
+               for _, members in groups)
 
 
 def test_connector_boundary_at_max_records_inside_a_group() -> None:

@@ -7,6 +7,11 @@ A :class:`Lab` runs, on one private :class:`~network.Network`:
 * ``w0``, ``w1``, ...: worker processes (``python -m connect_runtime.cli``),
   each with its Spark ``local[N]`` inside its namespace, so its tasks share
   its fate on the network, as a pod's would;
+* with ``executor_hosts=N``: a Spark standalone cluster
+  (``tests/spark_standalone.py``) instead of ``local[N]``: its master in a
+  namespace ``master``, and a Spark Worker daemon in each of ``x0``, ``x1``, ...,
+  whose executors (and the task slots in them) share its namespace; the leader
+  worker is the Spark driver, reached by the executors on its own address;
 * in each worker's namespace, a Toxiproxy in the path to the broker: the
   worker's (and its tasks') connections to the broker's address are
   redirected (``iptables -t nat OUTPUT ... DNAT``) to the proxy, which
@@ -33,6 +38,7 @@ import httpx
 from e2e.harness import WorkerProcess
 from kafka_helpers import Broker, wait_for
 from network import Host, Network
+from spark_standalone import Place, SparkStandaloneCluster
 
 REPO = Path(__file__).resolve().parents[2]
 TOOLS_SH = REPO / "deploy" / "kubernetes" / "tools.sh"
@@ -40,6 +46,12 @@ BROKER_PORT = 9092
 PROXY_PORT = 19092  # in each worker's namespace
 PROXY_API_PORT = 8474
 PROXY_GID = 65534  # nogroup: the redirect leaves the proxy's own connections alone
+# The coordinator looks for transactions past their timeout every 10 s by default;
+# every 500 ms makes its abort land close to the timeout, racing the task's commit
+# (fault 7).
+EXECUTOR_CORES = 8
+SPARK_NETWORK_TIMEOUT_S = 20
+BROKER_PROPERTIES = "transaction.abort.timed.out.transaction.cleanup.interval.ms=500"
 
 
 def toxiproxy_binary() -> str:
@@ -114,11 +126,15 @@ class Lab:
     """The broker and ``workers`` workers of one group, each in its namespace."""
 
     def __init__(self, workdir: Path, workers: int = 3,
-                 overrides: dict[str, str] | None = None) -> None:
+                 overrides: dict[str, str] | None = None, executor_hosts: int = 0) -> None:
         self.workdir = workdir
         self.net = Network()
         self.size = workers
         self.overrides = overrides or {}
+        self.executor_hosts_wanted = executor_hosts
+        self.executor_hosts: list[Host] = []
+        self.master_host: Host | None = None
+        self.spark: SparkStandaloneCluster | None = None
         self.group = f"partitions-{os.urandom(3).hex()}"
         self.broker_host: Host
         self.broker: Broker
@@ -145,25 +161,70 @@ class Lab:
         self.worker_hosts = [self.net.add_host(f"w{i}") for i in range(self.size)]
         (self.workdir / "kafka").mkdir(parents=True, exist_ok=True)
         self.broker = Broker(self.workdir / "kafka", BROKER_PORT, host=self.broker_host.ip,
-                             prefix=self.broker_host.exec_prefix())
+                             prefix=self.broker_host.exec_prefix(),
+                             env={"KAFKA_EXTRA_PROPERTIES": BROKER_PROPERTIES})
         self.broker.start()
         for host in self.worker_hosts:
             proxy = Proxy(host, self.broker_host, self.workdir, binary)
             self.proxies.append(proxy)
             proxy.start()
-        settings = {"session.timeout.ms": "6000", "heartbeat.interval.ms": "1500",
-                    "spark.master": "local[8]", **self.overrides}
+        if self.executor_hosts_wanted:
+            self._start_spark()
         self.workers = []
         for host in self.worker_hosts:
             workdir = self.workdir / host.name
             workdir.mkdir(parents=True, exist_ok=True)
+            settings, env = self._spark_settings(host)
             # Every worker on port 8083 of its own address, as pods would be.
-            self.workers.append(WorkerProcess(self.bootstrap, self.group, 8083, workdir, settings,
-                                              host=host.ip, prefix=host.exec_prefix()))
+            self.workers.append(WorkerProcess(
+                self.bootstrap, self.group, 8083, workdir,
+                {"session.timeout.ms": "6000", "heartbeat.interval.ms": "1500", **settings,
+                 **self.overrides}, env=env, host=host.ip, prefix=host.exec_prefix()))
         for worker in self.workers:
             worker.start(wait=False)
         for worker in self.workers:
             worker.wait_healthy()
+
+    def _start_spark(self) -> None:
+        count = self.executor_hosts_wanted
+        master = self.master_host = self.net.add_host("master")
+        self.executor_hosts = [self.net.add_host(f"x{i}") for i in range(count)]
+        self.spark = SparkStandaloneCluster(
+            self.workdir / "spark", workers=count,
+            cores_per_worker=EXECUTOR_CORES, memory_per_worker="2g",
+            master=Place(master.ip, tuple(master.exec_prefix())),
+            worker_places=tuple(Place(h.ip, tuple(h.exec_prefix()))
+                                for h in self.executor_hosts))
+        self.spark.start()
+
+    def _spark_settings(self, host: Host) -> tuple[dict[str, str], dict[str, str] | None]:
+        """The worker keys and environment that make ``host``'s worker a Spark
+        driver: ``local[8]`` in its own namespace, or of the lab's cluster."""
+        if self.spark is None:
+            return {"spark.master": "local[8]"}, None
+        return ({**self.spark.driver_conf(),
+                 "spark.driver.host": host.ip, "spark.driver.bindAddress": host.ip,
+                 # One executor per executor host, each able to take every task,
+                 # so a host's tasks can run again on the other one.
+                 "spark.executor.cores": str(EXECUTOR_CORES),
+                 "spark.cores.max": str(EXECUTOR_CORES * self.executor_hosts_wanted),
+                 "spark.executor.memory": "768m", "spark.driver.memory": "512m",
+                 # An executor silent this long is lost, and its slots run again
+                 # elsewhere (Spark's default is 120 s).
+                 "spark.network.timeout": f"{SPARK_NETWORK_TIMEOUT_S}s",
+                 "spark.network.timeoutInterval": "2s",  # how often the driver looks
+                 "spark.executor.heartbeatInterval": "2s"},
+                {**self.spark.driver_env(), "SPARK_LOCAL_IP": host.ip})
+
+    def executor_logs(self, host: Host) -> str:
+        """Everything the executors of ``host`` wrote to stderr (their task slots' log)."""
+        assert self.spark is not None
+        root = self.spark.worker_dir(self.executor_hosts.index(host))
+        return "".join(p.read_text(errors="replace") for p in sorted(root.glob("*/*/stderr")))
+
+    def executor_host_of(self, pid: int) -> Host | None:
+        """The executor host whose namespace holds process ``pid``."""
+        return next((h for h in self.executor_hosts if h.holds(pid)), None)
 
     def stop(self) -> None:
         """Stop every process, then remove the network (nothing may be left behind)."""
@@ -175,6 +236,8 @@ class Lab:
             worker.stop(timeout=60)
         for proxy in self.proxies:
             proxy.stop()
+        if self.spark is not None:
+            self.spark.stop()
         if getattr(self, "broker", None) is not None:
             self.broker.stop()
         self.net.stop()  # anything still in a namespace goes with it

@@ -92,6 +92,11 @@ class Host:
         """Every process in this namespace but the holder."""
         return [pid for pid in _pids_in(_ns_inode(self.ns_path)) if pid != self.holder.pid]
 
+    def holds(self, pid: int) -> bool:
+        """Whether process ``pid`` lives in this host's namespace."""
+        mine = _ns_inode(self.ns_path)
+        return mine is not None and _ns_inode(f"/proc/{pid}/ns/net") == mine
+
     def iptables(self, *args: str) -> None:
         run(*self.exec_prefix(), "iptables", "-w", *args)
 

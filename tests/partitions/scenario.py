@@ -13,10 +13,12 @@ end the connectors are stopped and the verifier reads the topics again.
 
 from __future__ import annotations
 
+import functools
 import random
+import re
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +27,9 @@ from chaos.faults import CommittedTail, FaultTable, Group, wait_recovered
 from e2e.harness import WorkerProcess
 from kafka_helpers import create_topic, wait_for
 from lab import Lab
+from network import Host
+from spark_standalone import proc_alive
+from txn_log import TransactionLog, decisions
 
 from connect_runtime.connectors.sequence import expected_aborted
 from connect_runtime.tools.verify import format_table, verify_topics
@@ -49,17 +54,26 @@ class Workload:
     missing: Callable[[int], bool] | None = None
 
 
+# A task that fails is restarted by the leader, as an operator would configure it;
+# the table counts every failure and automatic restart, so none goes unseen.
+AUTO_RESTART = {"errors.restart.policy": "on-failure", "errors.restart.max.attempts": "-1",
+                "errors.restart.backoff.max.ms": "5000"}
+
 WORKLOADS = (
     Workload("poll", {"tasks.max": "3", "partitions": "4", "batch.size": "20",
-                      "rate.per.sec": "100"}, 4),
+                      "rate.per.sec": "100", **AUTO_RESTART}, 4),
     Workload("interval", {"tasks.max": "1", "partitions": "2", "batch.size": "10",
                           "rate.per.sec": "60", "transaction.boundary": "interval",
-                          "transaction.boundary.interval.ms": "400"}, 2),
+                          "transaction.boundary.interval.ms": "400", **AUTO_RESTART}, 2),
+    # After every transaction it ends, a poll asks to commit with nothing written.
     Workload("aborts", {"tasks.max": "2", "partitions": "2", "batch.size": "5",
                         "rate.per.sec": "60", "transaction.boundary": "connector",
                         "commit.every.records": str(COMMIT_EVERY),
-                        "abort.every.transactions": str(ABORT_EVERY)}, 2, aborted),
+                        "abort.every.transactions": str(ABORT_EVERY),
+                        "empty.commits": "true", **AUTO_RESTART}, 2, aborted),
 )
+# Connectors that never abort by themselves: every abort of theirs is the faults'.
+UNPLANNED = ("poll", "interval")
 
 
 @dataclass
@@ -84,6 +98,10 @@ class Scenario:
         self.tail = CommittedTail(self.lab.bootstrap,
                                   {self.topic(w.short): self.names[w.short] for w in WORKLOADS})
         self.tasks_max = {w.short: int(w.config["tasks.max"]) for w in WORKLOADS}
+        self.txn_log = TransactionLog(self.lab.bootstrap)
+        # Decisions of the whole run by ClientTransactionVersion (txn_log.Decisions).
+        self.by_version: dict[int, int] = {}
+        self.empty_transactions = 0
 
     @staticmethod
     def topic(short: str) -> str:
@@ -138,6 +156,28 @@ class Scenario:
             lines.append(f"--- {w.host} log tail ---\n{w.tail(40)}")
         return "\n".join(lines)
 
+    def account(self, fault: str, action: Callable[[], None]) -> None:
+        """Run ``action`` (one fault), then count in ``fault``'s row what the logs and
+        the coordinator say happened meanwhile: tasks that failed or were lost, the
+        leader's automatic restarts, and aborted transactions of connectors that
+        never abort by themselves (from ``__transaction_state``)."""
+        began_ms = int(time.time() * 1000)
+        offsets = {w.host: w.log_path.stat().st_size for w in self.lab.workers}
+        action()
+        logs = "".join(self._log_since(w, offsets[w.host]) for w in self.lab.workers)
+        self.table.count(fault, "tasks failed",
+                         len(re.findall(r" ERROR task part-\S+ (?:failed on|lost:)", logs)))
+        self.table.count(fault, "auto restarts", logs.count("automatic restart of task part-"))
+        states = self.txn_log.refresh()
+        until_ms = int(time.time() * 1000) + 1
+        prefixes = tuple(f"{self.lab.group}-{self.names[s]}-" for s in UNPLANNED)
+        self.table.count(fault, "aborts (poll, interval)",
+                         decisions(states, prefixes, began_ms, until_ms).aborts)
+        every = decisions(states, (f"{self.lab.group}-",), began_ms, until_ms)
+        for version, n in every.by_version.items():
+            self.by_version[version] = self.by_version.get(version, 0) + n
+        self.empty_transactions += every.empty
+
     def others(self, worker: WorkerProcess) -> list[WorkerProcess]:
         return [w for w in self.lab.workers if w is not worker]
 
@@ -188,9 +228,11 @@ class Scenario:
             # A write sent to a follower must be forwarded to the leader: what it
             # answers. (Restarting the connector object leaves its tasks running.)
             path = f"/connectors/{self.names['interval']}/restart"
+            asked = time.monotonic()
             try:
                 answer = follower.rest("POST", path, timeout=90)
-                seen = f"{answer.status_code} {answer.text[:300]}"
+                seen = (f"{answer.status_code} after {time.monotonic() - asked:.1f} s: "
+                        f"{answer.text[:300]}")
             except httpx.HTTPError as e:
                 seen = f"no answer in 90 s ({e!r})"
             self.observations.append(Observation(fault, f"POST {path} on a follower: {seen}"))
@@ -238,6 +280,56 @@ class Scenario:
         self.recovered(fault + " (healed)", time.time())
         self.check(fault)
 
+    def commit_racing_timeout_abort(self, seconds: float = 40.0) -> None:
+        """Fault 7: transactions the broker aborts on their timeout while the task
+        commits them. The interval connector's transactions last 2.7 s under a
+        ``transaction.timeout.ms`` of 3 s, and 150 +- 150 ms of latency on what the
+        broker sends back makes each commit end a little before or a little after
+        the coordinator's abort (it looks every 500 ms: ``lab.BROKER_PROPERTIES``).
+        A task whose commit lost is FAILED with the timeout named, restarted by
+        the leader (``errors.restart.policy``), and reads its last committed
+        offsets. Meanwhile the connector-boundary connector asks for a commit with
+        nothing written after every transaction (``empty.commits``), as it does
+        all along."""
+        fault = "commit racing the broker's timeout abort"
+        self.settle()
+        w = next(w for w in WORKLOADS if w.short == "interval")
+        name = self.names[w.short]
+        prefix = (f"{self.lab.group}-{name}-",)
+        began_ms = int(time.time() * 1000)
+        since = time.time()
+        self._put_config(w, {"transaction.boundary.interval.ms": "2700",
+                             "producer.override.transaction.timeout.ms": "3000"})
+        try:
+            for proxy in self.lab.proxies:
+                proxy.latency(150, 150)
+            self.recovered(fault, since)
+            time.sleep(max(0.0, since + seconds - time.time()))
+        finally:
+            for proxy in self.lab.proxies:
+                proxy.clear()
+            self._put_config(w, {})
+        healed = time.time()
+        raced = decisions(self.txn_log.refresh(), prefix, began_ms, int(healed * 1000))
+        self.observations.append(Observation(
+            fault, f"{name} in {seconds:.0f} s: {raced.commits} transactions committed, "
+                   f"{raced.aborts} aborted by the coordinator"))
+        # Both sides of the race must have been seen, or the round tested nothing.
+        assert raced.commits and raced.aborts, raced
+        self.wait_running()
+        self.recovered(fault + " (healed)", healed)
+        self.check(fault)
+
+    def _put_config(self, w: Workload, overrides: dict[str, str]) -> None:
+        """Reconfigure ``w``'s connector: its own config with ``overrides`` (and the
+        tasks.max it has now)."""
+        changed = self.lab.leader().rest("PUT", f"/connectors/{self.names[w.short]}/config",
+                                         json={"connector.class": SEQ,
+                                               "topic": self.topic(w.short), **w.config,
+                                               "tasks.max": str(self.tasks_max[w.short]),
+                                               **overrides})
+        assert changed.status_code == 200, changed.text
+
     def broker_restart_during_fencing(self) -> None:
         self._broker_restart_during(fencing=True)
 
@@ -274,11 +366,8 @@ class Scenario:
         proxy.latency(1000, 0)
         since = time.time()
         try:
-            changed = leader.rest("PUT", f"/connectors/{name}/config", json={
-                "connector.class": SEQ, "topic": self.topic(w.short), **w.config,
-                "tasks.max": str(tasks)})
-            assert changed.status_code == 200, changed.text
             self.tasks_max[w.short] = tasks
+            self._put_config(w, {})
             wait_for(lambda: begins in self._log_since(leader, offset), 120,
                      f"the leader to begin {phase}", interval=0.02)
             self.lab.broker.kill(signal.SIGKILL)
@@ -296,6 +385,110 @@ class Scenario:
         self.recovered(fault, since)
         self.check(fault)
 
+    # ------------------------------------------------- faults of executor hosts
+
+    def executor_host_with_tasks(self) -> tuple[Host, dict[tuple[str, int], int]]:
+        """An executor host (drawn by the schedule) running at least one task, and
+        the pid of each task it runs, by (connector, task)."""
+        slots = [s for s in self.lab.leader().slots()
+                 if s["connector"] in self.names.values() and s["state"] == "RUNNING"]
+        hosts: dict[str, tuple[Host, dict[tuple[str, int], int]]] = {}
+        for slot in slots:
+            host = self.lab.executor_host_of(slot["pid"])
+            if host is not None:
+                hosts.setdefault(host.name, (host, {}))[1][slot["connector"], slot["task"]] = \
+                    slot["pid"]
+        assert hosts, f"no task runs on an executor host: {slots}"
+        return hosts[self.rng.choice(sorted(hosts))]
+
+    def executor_cut_from_broker(self) -> None:
+        """Fault 4: an executor host cut from the broker, both ways, its link to the
+        worker (the slot channels) untouched: its tasks can neither write nor
+        commit, and stay RUNNING; after the heal they go on."""
+        fault = "executor host cut from broker"
+        self.settle()
+        host, tasks = self.executor_host_with_tasks()
+        duration = self.hold(10, 30)
+        host.cut_from(self.lab.broker_host)
+        try:
+            time.sleep(duration)
+            states = self._task_states(tasks)
+        finally:
+            host.heal()
+        healed = time.time()
+        self.observations.append(Observation(
+            fault, f"{len(tasks)} task(s) on {host.name} cut for {duration:.0f} s; the leader "
+                   f"reported them {sorted(set(states.values()))} at the end of the cut"))
+        self.recovered(fault, healed)
+        self.check(fault)
+
+    def executor_cut_from_workers(self) -> None:
+        """Fault 5: an executor host cut from every worker (its slot channels and
+        the Spark driver) and from the Spark master, not from the broker: its
+        tasks go on writing, and nothing can stop them. The leader declares them
+        lost (FAILED) after the channel's liveness timeout and restarts them
+        (``errors.restart.policy``); Spark declares the executor lost after
+        ``spark.network.timeout`` and runs the slots again on the other host,
+        where each new instance fences the old one (its transactional.id) before
+        it writes. The old instances must then end, fenced, each saying so in its
+        executor's log; 0 duplicates says they committed nothing after that."""
+        fault = "executor host cut from its worker"
+        self.settle()
+        host, tasks = self.executor_host_with_tasks()
+        assert self.lab.master_host is not None
+        since = time.time()
+        host.cut_from(*self.lab.worker_hosts, self.lab.master_host)
+        try:
+            moved: dict[tuple[str, int], int] = wait_for(
+                lambda: self._moved(tasks, host), RECOVERY_TIMEOUT,
+                f"the tasks of {host.name} to run on another executor host", interval=0.5)
+            moved_at = time.time()
+            alive = [pid for pid in tasks.values() if proc_alive(pid)]
+            # The new instances committed: every partition has records produced after.
+            self.recovered(fault, since, produced_after=moved_at)
+            fenced = wait_for(lambda: self._fenced(host, tasks), 60,
+                              f"the old instances on {host.name} to be fenced", interval=0.5)
+        finally:
+            host.heal()
+        self.observations.append(Observation(
+            fault, f"{len(tasks)} task(s) of {host.name} ran again on another host "
+                   f"{moved_at - since:.0f} s after the cut (pids {sorted(tasks.values())} -> "
+                   f"{sorted(moved.values())}); {len(alive)} old instance(s) alive then, "
+                   f"{fenced} of them ended fenced"))
+        self.recovered(fault + " (healed)", time.time())
+        self.check(fault)
+
+    def _fenced(self, host: Host, tasks: dict[tuple[str, int], int]) -> int | None:
+        """How many of the old ``tasks`` on ``host`` logged that they were fenced,
+        once each of them did or its process is gone; None before."""
+        log = self.lab.executor_logs(host)
+        fenced = 0
+        for (connector, task), pid in tasks.items():
+            if f"Task {connector}-{task} was fenced" in log:
+                fenced += 1
+            elif proc_alive(pid):
+                return None
+        return fenced
+
+    def _task_states(self, tasks: dict[tuple[str, int], int]) -> dict[tuple[str, int], str]:
+        statuses = {name: self.lab.leader().status(name) for name in {c for c, _ in tasks}}
+        return {(c, t): next((s["state"] for s in statuses[c].get("tasks", []) if s["id"] == t),
+                             "none")
+                for c, t in tasks}
+
+    def _moved(self, tasks: dict[tuple[str, int], int],
+               host: Host) -> dict[tuple[str, int], int] | None:
+        """The new pid of each of ``tasks`` once every one runs off ``host``."""
+        slots = {(s["connector"], s["task"]): s for s in self.lab.leader().slots()}
+        moved = {}
+        for key, old in tasks.items():
+            slot = slots.get(key)
+            if (slot is None or slot["state"] != "RUNNING" or slot["pid"] == old
+                    or host.holds(slot["pid"])):
+                return None
+            moved[key] = slot["pid"]
+        return moved
+
     @staticmethod
     def _log_since(worker: WorkerProcess, offset: int) -> str:
         with worker.log_path.open("rb") as log:
@@ -303,6 +496,19 @@ class Scenario:
             return log.read().decode(errors="replace")
 
     # -------------------------------------------------------------------- end
+
+    def report_transaction_versions(self) -> None:
+        """Which transaction protocol ran: the broker's finalized
+        ``transaction.version``, and the ClientTransactionVersion its coordinator
+        recorded with each decision (0: the producer's pre-KIP-890 EndTxn; 2: the
+        coordinator's own aborts, on timeout or fencing)."""
+        features = self.lab.broker.features()
+        self.observations.append(Observation(
+            "transaction protocol",
+            f"the broker finalized transaction.version={features.get('transaction.version')}; "
+            f"its coordinator recorded decisions by ClientTransactionVersion "
+            f"{dict(sorted(self.by_version.items()))}; {self.empty_transactions} decisions on "
+            "a transaction with no partition (nothing written) reached it"))
 
     def stop_all_and_verify(self) -> dict[str, Any]:
         """Stop every connector; the verifier reads each topic again from the broker."""
@@ -331,22 +537,36 @@ FAULTS: dict[str, Callable[[Scenario], None]] = {
     "broker's answers to leader dropped": Scenario.broker_answers_to_leader_dropped,
     "200 +- 100 ms, 5% loss to broker": Scenario.slow_lossy_links,
     "broker SIGKILL during fencing": Scenario.broker_restart_during_fencing,
+    "commit racing the broker's timeout abort": Scenario.commit_racing_timeout_abort,
     "broker SIGKILL during task-count record write":
         Scenario.broker_restart_during_task_count_write,
 }
 
 
-def run(lab: Lab, seed: int, rounds: int) -> Scenario:
-    """Every fault ``rounds`` times, in an order shuffled per round by ``seed``."""
+# Faults of executor hosts, on a lab with a Spark standalone cluster (Lab(executor_hosts=2)).
+EXECUTOR_FAULTS: dict[str, Callable[[Scenario], None]] = {
+    "executor host cut from broker": Scenario.executor_cut_from_broker,
+    "executor host cut from its worker": Scenario.executor_cut_from_workers,
+}
+
+
+def run(lab: Lab, seed: int, rounds: int, only: Sequence[str] = ()) -> Scenario:
+    """Every fault of the lab's kind (``EXECUTOR_FAULTS`` on a lab with executor
+    hosts, else ``FAULTS``), or those of them named in ``only``, ``rounds`` times,
+    in an order shuffled per round by ``seed``."""
+    faults = EXECUTOR_FAULTS if lab.executor_hosts_wanted else FAULTS
     scenario = Scenario(lab, random.Random(seed))
     scenario.start()
     try:
         for _ in range(rounds):
-            order = list(FAULTS)
+            order = list(faults)
             scenario.rng.shuffle(order)
             for name in order:
-                FAULTS[name](scenario)
+                if only and name not in only:
+                    continue
+                scenario.account(name, functools.partial(faults[name], scenario))
         scenario.stop_all_and_verify()
+        scenario.report_transaction_versions()
     finally:
         scenario.tail.stop()
     return scenario

@@ -28,6 +28,7 @@ from connect_runtime.errors import NotLeaderException, RequestSignatureException
 from connect_runtime.protocol import signing
 from connect_runtime.rest import create_app
 from connect_runtime.rest.errors import HttpError
+from connect_runtime.rest.routes.forwarding import CONNECT_TIMEOUT_S
 
 CONFIG = {"connector.class": SEQUENCE_CLASS, "topic": "out"}
 KEY = b"s" * 32
@@ -298,6 +299,28 @@ def test_leader_timeout_is_500_naming_it() -> None:
     message = assert_connect_error(response, 500, silent)
     assert "ReadTimeout" in message
     assert elapsed < 5
+
+
+@contextmanager
+def _unreachable_leader() -> Iterator[str]:
+    """A listener whose accept queue is full: the kernel drops every further SYN,
+    so a connection attempt hangs as it does to a partitioned host."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(0)
+        with socket.create_connection(sock.getsockname()):  # the one queued connection
+            yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+
+
+def test_a_leader_that_accepts_no_connection_is_500_after_the_connect_timeout() -> None:
+    # The request timeout is an hour: only the connect timeout can answer.
+    with _unreachable_leader() as unreachable:
+        _, client = follower_of(unreachable, forward_timeout_s=3600)
+        with client:
+            response = client.put("/connectors/conn/pause")
+    message = assert_connect_error(response, 500, unreachable)
+    assert (f"ConnectTimeout: the leader did not accept a connection within "
+            f"{CONNECT_TIMEOUT_S:g} s") in message, message
 
 
 def test_forwarding_does_not_block_the_event_loop() -> None:

@@ -132,7 +132,8 @@ class DistributedHerder:
                 failed=failed),
             rotate_session_key=self.writer.rotate_session_key,
             reset_active_topics_of_deleted=self._reset_active_topics_of_deleted,
-            leader_epoch=self._leadership.leader_epoch),
+            leader_epoch=self._leadership.leader_epoch,
+            job_failed=self._task_events.job_failed),
             is_leader, self._leadership.lock)
         self._fencer = _zombie_fencer(config, config_store, self.reads, self.writer)
         self._offsets = _offset_alteration(config, self.reads, offset_store, self._fencer)

@@ -27,7 +27,7 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
@@ -147,6 +147,9 @@ class ReconcilerParts:
     leader_epoch: Callable[[], int]
     """This worker's election (:attr:`Leadership.epoch`), for the generation of the
     statuses it writes (``status_store.status_generation``)."""
+    job_failed: Callable[[str, Sequence[int], int, str | None, str], None]
+    """Writes the FAILED statuses of a connector's tasks whose Spark job failed, and
+    plans their automatic restarts (:meth:`TaskEvents.job_failed`)."""
 
 
 class Reconciler:
@@ -530,12 +533,16 @@ class Reconciler:
         """Automatic restarts whose delay is over (:mod:`.auto_restart`); only a task
         still FAILED in the same generation: a REST restart or a new generation
         took care of the others."""
-        running = self._state.running_generation
+        running, failed_jobs = self._state.running_generation, self._state.failed_jobs
         for connector, task, generation in self._parts.auto_restarts.due():
-            slot = self._parts.registry.slot(connector, task)
-            if (slot is None or slot.state is not State.FAILED
-                    or running.get(connector) != generation):
+            if running.get(connector) != generation:
                 continue
+            if connector not in failed_jobs:  # else the job, all its slots, are gone
+                slot = self._parts.registry.slot(connector, task)
+                if slot is None or slot.state is not State.FAILED:
+                    continue
+            # A failed job's first due restart resubmits it, with every task: the
+            # others' restarts then find their generation no longer running.
             self._restart_task(connector, task, automatic=True)
 
     def _restart_task(self, name: str, task: int, automatic: bool = False) -> None:
@@ -570,14 +577,12 @@ class Reconciler:
         state.failed_jobs.add(connector)
         host = state.hosted.get(connector)
         version = None if host is None else host.task_version
-        for slot in self._parts.registry.slots():
-            if slot.connector == connector and slot.state is not State.FAILED:
-                self._parts.status_store.put_task(
-                    connector, slot.task, State.FAILED.value, self._parts.config.worker_id,
-                    f"The Spark job hosting the tasks of {connector} failed:\n{trace}",
-                    generation=self._status_generation(generation), version=version)
-                log.error("task %s-%d failed (generation %d): its Spark job failed: %s",
-                          connector, slot.task, generation, trace_headline(trace),
-                          extra={"event": "task_failed", "connector": connector,
-                                 "task": slot.task, "generation": generation})
+        tasks = sorted(slot.task for slot in self._parts.registry.slots()
+                       if slot.connector == connector)
+        for task in tasks:
+            log.error("task %s-%d failed (generation %d): its Spark job failed: %s",
+                      connector, task, generation, trace_headline(trace),
+                      extra={"event": "task_failed", "connector": connector,
+                             "task": task, "generation": generation})
+        self._parts.job_failed(connector, tasks, generation, version, trace)
         self._parts.registry.close(connector)

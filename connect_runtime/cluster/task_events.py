@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from connect_runtime.cluster.auto_restart import AutoRestarts, RestartPolicy
 from connect_runtime.cluster.herder_api import HERDER_LOGGER
@@ -68,19 +68,43 @@ class TaskEvents:
                              name=f"fenced-{connector}-{task}").start()
             return
         if state is State.FAILED:
-            plan = self._auto_restarts.failed(connector, task, generation,
-                                              self._restart_policy(connector))
-            if plan is not None:  # the status says what happens next, and when
-                trace = f"{trace or ''}\n\n{plan.note}".lstrip()
-                event = ({"event": "task_auto_restart_gave_up"} if plan.gave_up
-                         else {"event": "task_auto_restart_scheduled"})
-                log.log(logging.WARNING if plan.gave_up else logging.INFO,
-                        "task %s-%d: %s", connector, task, plan.note, extra={
-                            **event, "connector": connector, "task": task,
-                            "generation": generation, "attempt": plan.attempt})
+            trace = self._plan_restart(connector, task, generation, trace,
+                                       self._restart_policy(connector))
         elif state is State.RUNNING:
             self._auto_restarts.running(connector, task, generation)
         self._put(connector, task, state, trace, generation, version)
+
+    def job_failed(self, connector: str, tasks: Sequence[int], generation: int,
+                   version: str | None, trace: str) -> None:
+        """The Spark job hosting ``generation`` of ``connector`` failed (Spark gave up
+        on one of its slots after ``spark.task.maxFailures`` attempts, say: each
+        executor lost counts one). Every task in ``tasks`` is FAILED with the job's
+        trace, those already FAILED too (what they waited for, a restart sent to
+        their slot, died with the job), and under ``errors.restart.policy`` each
+        gets an automatic restart planned, which resubmits the job when due."""
+        if not self._is_leader():
+            return
+        policy = self._restart_policy(connector)
+        for task in tasks:
+            text = self._plan_restart(
+                connector, task, generation,
+                f"The Spark job hosting the tasks of {connector} failed:\n{trace}", policy)
+            self._put(connector, task, State.FAILED, text, generation, version)
+
+    def _plan_restart(self, connector: str, task: int, generation: int, trace: str | None,
+                      policy: RestartPolicy) -> str | None:
+        """Plan the automatic restart of a task that failed; returns its status trace,
+        which says what happens next, and when."""
+        plan = self._auto_restarts.failed(connector, task, generation, policy)
+        if plan is None:
+            return trace
+        event = ({"event": "task_auto_restart_gave_up"} if plan.gave_up
+                 else {"event": "task_auto_restart_scheduled"})
+        log.log(logging.WARNING if plan.gave_up else logging.INFO,
+                "task %s-%d: %s", connector, task, plan.note, extra={
+                    **event, "connector": connector, "task": task,
+                    "generation": generation, "attempt": plan.attempt})
+        return f"{trace or ''}\n\n{plan.note}".lstrip()
 
     def _restart_policy(self, connector: str) -> RestartPolicy:
         config = self._config_store.snapshot().connector_config(connector)

@@ -158,3 +158,51 @@ def test_restarts_job_failures_and_reconfigurations_race_without_breaking_owners
     # Submissions never went back to an older generation.
     generations = [generation for name, generation in runner.history if name == "c"]
     assert generations == sorted(generations)
+
+
+def give_up_the_job(herder: DistributedHerder, config: dict[str, str]) -> tuple[int, int]:
+    """Create connector "c", submit its job, then have Spark give the job up;
+    returns the job's generation and task count."""
+    herder.create_connector("c", config)
+    herder._reconciler.reconcile_now()
+    herder._reconciler.reconcile_now()
+    generation, tasks = running_job(herder)
+    runner: RecordingRunner = herder.runner  # type: ignore[assignment]
+    job = runner.job("c")
+    assert job is not None
+    job.done.set()  # what Spark's end of the job looks like to the runner
+    herder.on_job_failed("c", generation, "Job aborted: Task 1 in stage 0.0 failed 4 times")
+    return generation, tasks
+
+
+def test_a_failed_spark_job_is_resubmitted_under_errors_restart_policy(
+        herder: DistributedHerder, caplog: pytest.LogCaptureFixture) -> None:
+    # Spark gives up on a connector's job when a slot used up spark.task.maxFailures
+    # (each executor lost counts one: found by the partition suite's fault 5). The
+    # tasks are FAILED; under errors.restart.policy they must not stay so.
+    with caplog.at_level(logging.INFO):
+        generation, tasks = give_up_the_job(herder, {
+            **connector_config(2), "errors.restart.policy": "on-failure",
+            "errors.restart.backoff.initial.ms": "0"})
+        # The failure, then passes: the restarts are due at once, the first resubmits.
+        herder._reconciler.reconcile_now()
+        herder._reconciler.reconcile_now()
+    planned = [r.getMessage() for r in caplog.records
+               if "restarts this task automatically" in r.getMessage()]
+    assert len(planned) == tasks, planned
+    runner: RecordingRunner = herder.runner  # type: ignore[assignment]
+    assert runner.history.count(("c", generation)) == 2, runner.history
+    assert running_job(herder) == (generation, tasks)
+
+
+def test_a_failed_spark_job_stays_failed_without_a_restart_policy(
+        herder: DistributedHerder) -> None:
+    generation, tasks = give_up_the_job(herder, connector_config(2))
+    for _ in range(3):
+        herder._reconciler.reconcile_now()
+    runner: RecordingRunner = herder.runner  # type: ignore[assignment]
+    assert runner.history.count(("c", generation)) == 1, runner.history
+    for task in range(tasks):
+        status = herder.status_store.task_status("c", task)
+        assert status is not None and status.state == "FAILED", status
+        assert "The Spark job hosting the tasks of c failed" in (status.trace or "")

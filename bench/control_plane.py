@@ -153,9 +153,9 @@ async def _simulate(spec: dict[str, Any]) -> None:
                 keeper.cancel()
         return ws.close_code
 
-    async def slot(connector: str, task: int, generation: int) -> None:
+    async def slot(connector: str, task: int, generation: int, submission: str) -> None:
         hello = SlotHello(run_id=uuid.uuid4().hex, generation=generation, attempt=0,
-                          pid=os.getpid(), host=host)
+                          pid=os.getpid(), host=host, submission=submission)
         body = hello.to_json()
         headers = {HELLO_HEADER: hello.to_header(),
                    **signing.sign_headers(spec["key"], spec["algorithm"], body)}
@@ -179,7 +179,7 @@ async def _simulate(spec: dict[str, Any]) -> None:
                 return
             failures = 0  # like the real slot: a lost channel reconnects
 
-    await asyncio.gather(*(slot(c, t, g) for c, t, g in spec["slots"]))
+    await asyncio.gather(*(slot(c, t, g, j) for c, t, g, j in spec["slots"]))
 
 
 class Simulator:
@@ -316,7 +316,8 @@ class Setup:
     connectors: list[str]
     per_connector: int
     real: list[tuple[str, int]] = field(default_factory=list)  # slots Spark really runs
-    simulated: list[tuple[str, int, int]] = field(default_factory=list)  # + generation
+    # (connector, task, generation, submission): what a slot's hello names
+    simulated: list[tuple[str, int, int, str]] = field(default_factory=list)
 
 
 def _get_json(client: Any, path: str) -> Any:
@@ -377,7 +378,8 @@ def wait_slots(client: Any, names: list[str], per: int, timeout: float) -> Setup
         if s["connected"]:
             setup.real.append((s["connector"], s["task"]))
         else:
-            setup.simulated.append((s["connector"], s["task"], s["generation"]))
+            setup.simulated.append((s["connector"], s["task"], s["generation"],
+                                    s["submission"]))
     return setup
 
 
@@ -449,7 +451,7 @@ def liveness(url: str, sim: Simulator, setup: Setup, timeout: float = 300) -> di
     """
     import httpx
 
-    keys = {(c, t) for c, t, _ in setup.simulated}
+    keys = {(c, t) for c, t, _, _ in setup.simulated}
     lost_at: dict[str, float] = {}
     failed_at: list[float] = []
     tasks_get: list[float] = []
@@ -783,7 +785,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 "slots": setup.simulated, "concurrency": args.connect_concurrency}
         t0, cpu0 = time.monotonic(), _cpu_seconds(pid)
         sim = Simulator(spec, WORKDIR)
-        simulated_keys = [(c, t) for c, t, _ in setup.simulated]
+        simulated_keys = [(c, t) for c, t, _, _ in setup.simulated]
         sim.wait(lambda: all(k in sim.answers for k in simulated_keys) or sim.proc.poll()
                  is not None, 600, "every simulated slot's first answer")
         if sim.proc.poll() is not None:

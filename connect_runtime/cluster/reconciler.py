@@ -23,10 +23,12 @@ reconfigurations against it.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import queue
 import threading
 import time
+import uuid
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -168,6 +170,10 @@ class Reconciler:
         self._queue: queue.SimpleQueue[tuple[_Message, Future[None] | None]] = \
             queue.SimpleQueue()
         self._owned = ReconcileState()
+        # Names of the Spark jobs this worker submits (TaskSpec.submission): a prefix
+        # of its own, so that a job of an earlier run of the worker never shares one.
+        self._submissions_prefix = uuid.uuid4().hex[:8]
+        self._submissions = itertools.count(1)
         # Guards _closed: once the thread has torn down, requests are answered at once.
         self._close_lock = threading.Lock()
         self._closed = False
@@ -462,8 +468,10 @@ class Reconciler:
         connector_config = snap.connector_config(name) or {}
         host = state.hosted.get(name)
         hidden = host.password_keys if host is not None else frozenset()
+        submission = f"{self._submissions_prefix}-{next(self._submissions)}"
         specs = [self._parts.specs.build(name, i, generation, cfg, connector_config,
-                                         snap.session_key, password_keys=hidden)
+                                         snap.session_key, password_keys=hidden,
+                                         submission=submission)
                  for i, cfg in enumerate(configs)]
         # Before the instances start: a task this leader took over from a dead
         # one reads UNASSIGNED here, not its predecessor's RUNNING, until the new
@@ -474,7 +482,8 @@ class Reconciler:
                                               self._parts.config.worker_id,
                                               generation=self._status_generation(generation))
         registry.open(name, generation, len(specs), paused,
-                      version=None if host is None else host.task_version)
+                      version=None if host is None else host.task_version,
+                      submission=submission)
         self._parts.runner.submit(name, generation, specs)
         state.running_generation[name] = generation
 

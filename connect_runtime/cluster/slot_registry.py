@@ -77,13 +77,14 @@ class SlotView:
     lost_restart_seq: int = 0
     opened_at: float = 0.0  # when the generation was submitted (registry clock)
     version: str | None = None  # the task's version() (KIP-891), for its status
+    submission: str = ""  # the Spark job its slots belong to (TaskSpec.submission)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "connector": self.connector, "task": self.task, "generation": self.generation,
-            "state": self.state.value, "pid": self.pid, "host": self.host,
-            "attempt": self.attempt, "restart_seq": self.restart_seq, "fenced": self.fenced,
-            "connected": self.connected, "lost": self.lost,
+            "submission": self.submission, "state": self.state.value, "pid": self.pid,
+            "host": self.host, "attempt": self.attempt, "restart_seq": self.restart_seq,
+            "fenced": self.fenced, "connected": self.connected, "lost": self.lost,
             "last_seen_ms_ago": int((time.monotonic() - self.last_seen) * 1000)
             if self.last_seen else None,
         }
@@ -185,9 +186,10 @@ class SlotRegistry:
     # ------------------------------------------------------------ the herder
 
     def open(self, connector: str, generation: int, task_count: int, paused: bool,
-             version: str | None = None) -> None:
-        """A new generation of ``connector`` is being submitted to Spark; ``version``
-        is its tasks' (KIP-891), which their statuses carry."""
+             version: str | None = None, submission: str = "") -> None:
+        """``generation`` of ``connector`` is being submitted to Spark, as job
+        ``submission`` (``TaskSpec.submission``): only its slots speak for the
+        tasks. ``version`` is the tasks' (KIP-891), which their statuses carry."""
         with self._lock:
             stopped = self._drop(connector)
             self._generation[connector] = generation
@@ -195,7 +197,8 @@ class SlotRegistry:
             for task in range(task_count):
                 self._slots[(connector, task)] = SlotView(connector, task, generation,
                                                           opened_at=self._clock(),
-                                                          version=version)
+                                                          version=version,
+                                                          submission=submission)
         self._send(stopped)
 
     def set_paused(self, connector: str, paused: bool) -> None:
@@ -272,13 +275,18 @@ class SlotRegistry:
 
     def connect(self, connector: str, task: int, hello: SlotHello,
                 push: Push) -> SlotChannel | None:
-        """A slot opened its channel. None: no such task or generation here, or a
-        newer attempt of the slot has spoken (the handler tells it to stop).
-        Otherwise the answer is pushed at once."""
+        """A slot opened its channel. None: no such task, generation or submission
+        here, or a newer attempt of the slot has spoken (the handler tells it to
+        stop). Otherwise the answer is pushed at once."""
         key = (connector, task)
         with self._lock:
             slot = self._slots.get(key)
             if slot is None or hello.generation != slot.generation:
+                return None
+            if hello.submission != slot.submission:
+                # A slot of an earlier job of this generation, one Spark gave up
+                # while the slot lived on (its executor cut off, say): the job
+                # submitted since owns the task, whatever the attempt numbers say.
                 return None
             if hello.run_id != slot.run_id and hello.attempt < slot.attempt:
                 # An older attempt, still alive after Spark re-ran its slot (its

@@ -39,7 +39,7 @@ class TaskSpecBuilder:
     def build(self, connector: str, task: int, generation: int,
               task_config: Mapping[str, str], connector_config: Mapping[str, str],
               session_key: SessionKey | None,
-              password_keys: Iterable[str] = ()) -> TaskSpec:
+              password_keys: Iterable[str] = (), submission: str = "") -> TaskSpec:
         """The spec of task ``task`` of ``connector`` in config generation ``generation``.
 
         ``session_key`` is the cluster's current key (None: the task's internal
@@ -47,6 +47,7 @@ class TaskSpecBuilder:
         The configs are the config topic's (placeholders unresolved): the executor
         resolves them with the worker's ``config_providers``, and hides the values
         of ``password_keys`` (the connector's PASSWORD keys) in its traces.
+        ``submission`` names the Spark job it goes in (``TaskSpec.submission``).
         """
         config = self.config
         converters = config.converter_configs()
@@ -76,6 +77,7 @@ class TaskSpecBuilder:
             password_keys=tuple(sorted(password_keys)),
             log_format=process_log_format(),
             worker_process=self.worker_process,
+            submission=submission,
         )
 
 

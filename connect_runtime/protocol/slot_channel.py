@@ -176,7 +176,9 @@ class SlotHello:
     """Who is calling: sent once per connection, in :data:`HELLO_HEADER`, signed.
 
     ``run_id`` is one per slot process attempt: a reconnect of the same process
-    keeps it, a re-run by Spark has a new one (and ``attempt`` > 0).
+    keeps it, a re-run by Spark has a new one (and ``attempt`` > 0). ``submission``
+    names the Spark job the slot belongs to (``TaskSpec.submission``): Spark's
+    attempt numbers start again in a job submitted anew.
     """
 
     run_id: str
@@ -184,10 +186,12 @@ class SlotHello:
     attempt: int  # Spark's attempt number of the slot
     pid: int
     host: str
+    submission: str = ""
 
     def to_json(self) -> bytes:
         return orjson.dumps({"run_id": self.run_id, "generation": self.generation,
-                             "attempt": self.attempt, "pid": self.pid, "host": self.host})
+                             "attempt": self.attempt, "pid": self.pid, "host": self.host,
+                             "submission": self.submission})
 
     def to_header(self) -> str:
         return base64.urlsafe_b64encode(self.to_json()).decode("ascii")
@@ -199,7 +203,8 @@ class SlotHello:
         return cls(run_id=_field(m, what, "run_id", str),
                    generation=_field(m, what, "generation", int),
                    attempt=_field(m, what, "attempt", int),
-                   pid=_field(m, what, "pid", int), host=_field(m, what, "host", str))
+                   pid=_field(m, what, "pid", int), host=_field(m, what, "host", str),
+                   submission=_field(m, what, "submission", str))
 
     @staticmethod
     def header_body(header: str | None) -> bytes:

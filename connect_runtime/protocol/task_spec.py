@@ -94,6 +94,10 @@ class TaskSpec:
     log_format: str = "text"
     # The worker process that submitted the task; None where there is no /proc.
     worker_process: WorkerProcess | None = None
+    # Which submission of the generation to Spark this is: a job Spark gave up is
+    # submitted again with the same generation, and a slot of the old job that is
+    # still alive (partitioned away, say) must not pass for the new one's.
+    submission: str = ""
 
     @property
     def mode(self) -> TaskMode:

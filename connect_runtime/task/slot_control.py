@@ -80,6 +80,7 @@ class SlotControl:
         self.run_id = uuid.uuid4().hex
         self.url = channel_url(spec.worker_url, spec.connector, spec.task)
         self._hello = SlotHello(run_id=self.run_id, generation=spec.generation,
+                                submission=spec.submission,
                                 attempt=attempt, pid=os.getpid(), host=where_this_runs())
         self.state = State.UNASSIGNED
         self.trace: str | None = None

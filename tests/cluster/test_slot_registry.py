@@ -56,8 +56,10 @@ def _registry() -> tuple[SlotRegistry, list[Event], Clock]:
     return reg, events, clock
 
 
-def _hello(generation: int = 1, run_id: str = "r1", attempt: int = 0) -> SlotHello:
-    return SlotHello(run_id=run_id, generation=generation, attempt=attempt, pid=11, host="h")
+def _hello(generation: int = 1, run_id: str = "r1", attempt: int = 0,
+           submission: str = "") -> SlotHello:
+    return SlotHello(run_id=run_id, generation=generation, attempt=attempt, pid=11, host="h",
+                     submission=submission)
 
 
 def _report(state: State, trace: str | None = None, restart_seq: int | None = 0,
@@ -245,6 +247,24 @@ def test_an_older_attempt_still_alive_after_a_rerun_is_told_to_stop() -> None:
     assert reg.connect("c", 0, _hello(run_id="first", attempt=0), Pushed()) is None
     view = reg.slot("c", 0)
     assert view is not None and view.run_id == "second"
+
+
+def test_a_slot_of_a_job_submitted_before_is_told_to_stop_whatever_its_attempt() -> None:
+    # Spark gave the first job up (its slots' executor losses reached
+    # spark.task.maxFailures) while a slot of it lived on, cut off; the job was
+    # submitted again with the same generation. The old slot, Spark attempt 3,
+    # reconnects after the new job's attempt 0 has: it must not take the task.
+    reg, _, _ = _registry()
+    reg.open("c", generation=1, task_count=1, paused=False, submission="job-1")
+    _connect(reg, run_id="old", attempt=3, submission="job-1")
+    reg.close("c")
+    reg.open("c", generation=1, task_count=1, paused=False, submission="job-2")
+    _, pushed = _connect(reg, run_id="new", attempt=0, submission="job-2")
+    assert reg.connect("c", 0, _hello(run_id="old", attempt=3, submission="job-1"),
+                       Pushed()) is None
+    view = reg.slot("c", 0)
+    assert view is not None and view.run_id == "new" and view.submission == "job-2"
+    assert pushed.answers == [SlotAnswer(Command.RUN, 0)]  # the new channel stays open
 
 
 def test_once_started_changes_are_written_by_the_registrys_thread_in_order() -> None:

@@ -26,7 +26,7 @@ import httpx
 from chaos.faults import CommittedTail, FaultTable, Group, wait_recovered
 from e2e.harness import WorkerProcess
 from kafka_helpers import create_topic, wait_for
-from lab import Lab
+from lab import Lab, Proxy
 from network import Host
 from spark_standalone import proc_alive
 from txn_log import TransactionLog, decisions
@@ -274,8 +274,7 @@ class Scenario:
             self.recovered(fault, since)
             time.sleep(max(0.0, since + seconds - time.time()))
         finally:
-            for proxy in self.lab.proxies:
-                proxy.clear()
+            self._clear(fault, self.lab.proxies)
             self.lab.net.heal()
         self.recovered(fault + " (healed)", time.time())
         self.check(fault)
@@ -306,8 +305,7 @@ class Scenario:
             self.recovered(fault, since)
             time.sleep(max(0.0, since + seconds - time.time()))
         finally:
-            for proxy in self.lab.proxies:
-                proxy.clear()
+            self._clear(fault, self.lab.proxies)
             self._put_config(w, {})
         healed = time.time()
         raced = decisions(self.txn_log.refresh(), prefix, began_ms, int(healed * 1000))
@@ -319,6 +317,13 @@ class Scenario:
         self.wait_running()
         self.recovered(fault + " (healed)", healed)
         self.check(fault)
+
+    def _clear(self, fault: str, proxies: Sequence[Proxy]) -> None:
+        """Remove the toxics of ``proxies``, noting a proxy that had to be restarted."""
+        for proxy in proxies:
+            restarted = proxy.clear()
+            if restarted is not None:
+                self.observations.append(Observation(fault, restarted))
 
     def _put_config(self, w: Workload, overrides: dict[str, str]) -> None:
         """Reconfigure ``w``'s connector: its own config with ``overrides`` (and the
@@ -373,7 +378,7 @@ class Scenario:
             self.lab.broker.kill(signal.SIGKILL)
             before_kill = self._log_since(leader, offset)
         finally:
-            proxy.clear()
+            self._clear(fault, [proxy])
         ended = (f"INFO fenced {previous} producer(s) of connector {name}"
                  if fencing else f"INFO task {name}-0 started on host")
         assert ended not in before_kill, f"the kill came after the {phase} ended"

@@ -23,7 +23,6 @@ reconfigurations against it.
 
 from __future__ import annotations
 
-import itertools
 import logging
 import queue
 import threading
@@ -170,10 +169,6 @@ class Reconciler:
         self._queue: queue.SimpleQueue[tuple[_Message, Future[None] | None]] = \
             queue.SimpleQueue()
         self._owned = ReconcileState()
-        # Names of the Spark jobs this worker submits (TaskSpec.submission): a prefix
-        # of its own, so that a job of an earlier run of the worker never shares one.
-        self._submissions_prefix = uuid.uuid4().hex[:8]
-        self._submissions = itertools.count(1)
         # Guards _closed: once the thread has torn down, requests are answered at once.
         self._close_lock = threading.Lock()
         self._closed = False
@@ -468,7 +463,9 @@ class Reconciler:
         connector_config = snap.connector_config(name) or {}
         host = state.hosted.get(name)
         hidden = host.password_keys if host is not None else frozenset()
-        submission = f"{self._submissions_prefix}-{next(self._submissions)}"
+        # The Spark job's name (TaskSpec.submission): unique across submissions and
+        # across runs of the worker, so no slot of an earlier job passes for this one's.
+        submission = uuid.uuid4().hex
         specs = [self._parts.specs.build(name, i, generation, cfg, connector_config,
                                          snap.session_key, password_keys=hidden,
                                          submission=submission)

@@ -7,6 +7,10 @@
     ├── DataException                a record or offset cannot be converted/serialized
     │   └── InvalidOffsetException   a source partition/offset is not a dict of primitives
     ├── RetriableException           the operation may succeed if tried again
+    ├── ServiceException             a service a record stage needs (a schema registry)
+    │   │                            failed, not the record: errors.tolerance never drops
+    │   │                            a record for it
+    │   └── ServiceUnavailableException  the service cannot be reached (also Retriable)
     ├── ConnectorContractException   a connector broke the API contract (e.g. task_configs
     │                                returned more than tasks.max configs, or not dict[str, str])
     ├── NotFoundException            no such connector, task or plugin   (REST 404)
@@ -74,6 +78,22 @@ class InvalidOffsetException(DataException):
 
 class RetriableException(ConnectError):
     """A transient failure; the operation may be retried."""
+
+
+class ServiceException(ConnectError):
+    """A service a record stage depends on (a schema registry) failed or refused the
+    stage, through no fault of the record: the message names the service's URL.
+
+    ``errors.tolerance=all`` never skips a record for it (the task's error handler
+    fails the task instead): dropping records because a service is down or
+    misconfigured would lose data that is perfectly good.
+    """
+
+
+class ServiceUnavailableException(ServiceException, RetriableException):
+    """The service cannot be reached (connection refused, timeouts, 5xx after the
+    client's own retries). Retried within ``errors.retry.timeout`` like any
+    RetriableException; then it fails the task, never skips the record."""
 
 
 class ConnectorContractException(ConnectError):

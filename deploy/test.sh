@@ -18,6 +18,11 @@ for tool in helm etcd kube-apiserver kubelet coredns crictl pause containerd run
             iptables conntrack busybox dockerd debootstrap toxiproxy; do
   bash deploy/kubernetes/tools.sh "$tool" >/dev/null
 done
+# The Schema Registry converters' tests run a real registry: Apicurio, built once
+# from Maven Central (deploy/registry.sh; about a minute the first time, cached
+# under ~/.cache/connect-runtime).
+echo "== Schema Registry"
+bash deploy/registry.sh fetch
 # The SQL source's tests start Debian's PostgreSQL server (tests/postgres_helpers.py).
 if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
   echo "== installing Debian's postgresql"

@@ -7,6 +7,9 @@
   so tests sharing the broker never see each other's data.
 * ``postgres``: one real PostgreSQL server per test session, started on first use
   (``postgres_helpers``); tests take a database each with ``create_database()``.
+* ``schema_registry``: one real Schema Registry (Apicurio, Confluent's API) per
+  test session, started on first use (``registry_helpers``); tests use unique
+  subjects (their topics'), so they share it.
 * At the end of the session, the temporary roots of workers the tests SIGKILLed
   are swept as the next worker's start would sweep them
   (``connect_runtime.tempdirs``): a killed worker cannot remove its own.
@@ -24,6 +27,7 @@ from pathlib import Path
 import pytest
 from kafka_helpers import Broker, free_port_pair
 from postgres_helpers import PostgresServer, postgres_server
+from registry_helpers import SchemaRegistry
 
 from connect_runtime.tempdirs import sweep_stale_roots
 
@@ -54,6 +58,18 @@ def kafka_bootstrap() -> Iterator[str]:
 def postgres() -> Iterator[PostgresServer]:
     with postgres_server() as server:
         yield server
+
+
+@pytest.fixture(scope="session")
+def schema_registry() -> Iterator[SchemaRegistry]:
+    data_dir = Path(tempfile.mkdtemp(prefix="connect-test-registry-"))
+    registry = SchemaRegistry(data_dir)
+    registry.start()
+    try:
+        yield registry
+    finally:
+        registry.stop()
+        shutil.rmtree(data_dir, ignore_errors=True)
 
 
 @pytest.fixture

@@ -115,8 +115,10 @@ def create_topic(bootstrap: str, name: str, partitions: int = 1) -> None:
 
 
 def read_topic(bootstrap: str, topic: str, isolation: str = "read_committed",
-               timeout: float = 30) -> list[dict[str, Any]]:
-    """Every record of ``topic`` visible at ``isolation``, read up to the end offsets."""
+               timeout: float = 30,
+               decode: Callable[[bytes], Any] = orjson.loads) -> list[dict[str, Any]]:
+    """Every record of ``topic`` visible at ``isolation``, read up to the end offsets;
+    values as ``decode`` reads them (JSON by default; ``bytes`` for the raw bytes)."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
     meta = admin.list_topics(topic, timeout=10).topics[topic]
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "e2e-reader",
@@ -141,7 +143,7 @@ def read_topic(bootstrap: str, topic: str, isolation: str = "read_committed",
             value = msg.value()
             out.append({"partition": msg.partition(), "offset": msg.offset(),
                         "key": msg.key(), "headers": msg.headers(),
-                        "value": orjson.loads(value) if value is not None else None})
+                        "value": decode(value) if value is not None else None})
     finally:
         consumer.close()
     return out

@@ -33,9 +33,12 @@ LAYERS: list[set[str]] = [
     {"protocol", "storage"},
     {"kafka", "plugins", "plugin_path", "logs", "log_levels", "tempdirs"},
     {"config"},  # parses and validates; calls security/ for every file or secret it needs
+    # Per-record plugins, importable on executors. Converters sit above security/:
+    # the Schema Registry converters read their TLS stores through it.
+    {"converters"},
     {"security"},  # TLS, stores, JAAS, secrets: both planes import it, it imports neither
     {"java_properties"},  # the .properties text format config/ and security/ both read
-    {"converters", "transforms"},  # per-record plugins, importable on executors
+    {"transforms"},  # per-record plugins; security/ reuses their Java regex
     {ROOT},
     {"api"},
     {"errors"},

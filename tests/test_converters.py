@@ -141,7 +141,7 @@ def test_load_user_converter_by_path_and_configure_it() -> None:
 def test_unknown_converter_names_the_config_key(is_key: bool) -> None:
     key = "key.converter" if is_key else "value.converter"
     with pytest.raises(ConfigException) as info:
-        load_converter("io.confluent.connect.avro.AvroConverter", {}, is_key=is_key)
+        load_converter("com.example.connect.NoSuchConverter", {}, is_key=is_key)
     assert info.value.name == key
     assert "JsonConverter" in str(info.value)  # lists what is available
 
@@ -397,6 +397,10 @@ def test_json_and_string_converters_are_header_converters_too() -> None:
 
 def test_registry_lists_connects_names() -> None:
     assert listed_converter_names() == [
+        # Confluent's Schema Registry converters: key and value converters only.
+        "io.confluent.connect.avro.AvroConverter",
+        "io.confluent.connect.json.JsonSchemaConverter",
+        "io.confluent.connect.protobuf.ProtobufConverter",
         "org.apache.kafka.connect.converters.BooleanConverter",
         "org.apache.kafka.connect.converters.ByteArrayConverter",
         "org.apache.kafka.connect.converters.DoubleConverter",
@@ -407,7 +411,7 @@ def test_registry_lists_connects_names() -> None:
         "org.apache.kafka.connect.json.JsonConverter",
         "org.apache.kafka.connect.storage.StringConverter"]
     assert listed_header_converter_names() == sorted(
-        [*listed_converter_names(), "org.apache.kafka.connect.storage.SimpleHeaderConverter"])
+        [*listed_converter_names()[3:], "org.apache.kafka.connect.storage.SimpleHeaderConverter"])
     assert converter_class_named("SimpleHeaderConverter") is None  # not a key/value converter
     assert converter_version("Simple") is not None
     for name in ("connect_runtime.converters.JsonConverter",

@@ -159,6 +159,9 @@ def test_list_plugins_has_connectors_then_converters_as_connect_orders_types() -
     # Connect's names where this runtime has a counterpart: what clients look for.
     converters = [row for row in rows if row["type"] == "converter"]
     assert converters == [
+        {"class": f"io.confluent.connect.{name}", "type": "converter", "version": version}
+        for name in ("avro.AvroConverter", "json.JsonSchemaConverter",
+                     "protobuf.ProtobufConverter")] + [
         {"class": f"org.apache.kafka.connect.{name}", "type": "converter", "version": version}
         for name in ("converters.BooleanConverter", "converters.ByteArrayConverter",
                      "converters.DoubleConverter", "converters.FloatConverter",

@@ -12,7 +12,13 @@ run before anything is written to the config topic. It
    ``_check_transaction_boundary``);
 3. adds, per alias of ``transforms`` and ``predicates``, the keys of that
    transformation or predicate (``connect_runtime.transforms.validation``, like
-   Connect's ``ConnectorConfig.enrich``);
+   Connect's ``ConnectorConfig.enrich``), and, for a ``key.converter`` /
+   ``value.converter`` / ``header.converter`` the connector config names, that
+   converter's own keys under its prefix (``value.converter.schema.registry.url``):
+   each checked by its definition, then the converter configured with them, so a
+   problem only the whole set shows (``use.latest.version`` without
+   ``auto.register.schemas=false``) lands on the key to change, as Connect's
+   ``validateConverterConfig`` reports them;
 4. validates the connector's own keys with ``connector.validate(config)`` (run
    before step 2's checks: a message the connector puts on
    ``exactly.once.support`` replaces Connect's generic answer to UNSUPPORTED);
@@ -64,6 +70,7 @@ from connect_runtime.config.connector_config import (
     unsupported_value,
 )
 from connect_runtime.converters import (
+    converter_config_def,
     converter_version,
     listed_converter_names,
     listed_header_converter_names,
@@ -73,7 +80,8 @@ from connect_runtime.converters import (
 from connect_runtime.errors import ConfigException, ConnectorContractException
 from connect_runtime.security.providers import NO_PROVIDERS, ConfigResolver, Resolution
 from connect_runtime.security.redaction import Redactor, password_keys
-from connect_runtime.transforms.validation import validate_plugins
+from connect_runtime.transforms.configs import prefixed_def
+from connect_runtime.transforms.validation import PluginValidation, validate_plugins
 
 log = logging.getLogger(__name__)
 
@@ -420,6 +428,7 @@ def _validate_resolved(
     own_values = _fold_framework_reports(own_def, own_values, framework)
 
     plugins = validate_plugins(config)
+    _validate_converters(config, framework, plugins)
     keys = dict(framework_def.config_keys)
     keys.update(plugins.keys)
     keys.update(own_def.config_keys)
@@ -427,6 +436,51 @@ def _validate_resolved(
     class_name = config.get(CONNECTOR_CLASS_CONFIG) or type(connector).__qualname__
     values = list(framework.values()) + plugins.values + own_values
     return _generate_result(class_name, keys, values, groups)
+
+
+def _validate_converters(config: dict[str, str], framework: dict[str, ConfigValue],
+                         out: PluginValidation) -> None:
+    """Step 3 for converters: each one the config names (and that resolved) gets its
+    keys checked under its prefix, then a dry ``configure``; errors go on the
+    prefixed key they name, else on the converter key itself."""
+    for key in _CONVERTER_KEYS:
+        class_name = config.get(key)
+        if not class_name or framework[key].errors:
+            continue
+        try:
+            cls = (resolve_header_converter_class(class_name, key)
+                   if key == HEADER_CONVERTER_CONFIG else resolve_converter_class(class_name, key))
+        except ConfigException:
+            continue
+        own_def = converter_config_def(cls)
+        if not own_def.config_keys:
+            continue
+        prefix = key + "."
+        embedded = prefixed_def(own_def, prefix)  # names prefixed; groups kept, as Connect
+        values = embedded.validate(config)
+        out.keys.update(embedded.config_keys)
+        out.values += values
+        out.groups += [g for g in embedded.groups() if g not in out.groups]
+        if any(v.errors for v in values):
+            continue
+        sub = {k[len(prefix):]: v for k, v in config.items()
+               if k.startswith(prefix) and v is not None}
+        converter = cls()
+        try:
+            if key == HEADER_CONVERTER_CONFIG:
+                converter.configure(sub)
+            else:
+                converter.configure(sub, key == KEY_CONVERTER_CONFIG)
+        except ConfigException as e:
+            by_name = {v.name: v for v in values}
+            target = by_name.get(e.name or "") or by_name.get(prefix + (e.name or "")) \
+                or framework[key]
+            target.add_error_message(str(e))
+        except Exception as e:  # a converter's own bug must not break validation
+            framework[key].add_error_message(_unexpected(e))
+        close = getattr(converter, "close", None)
+        if callable(close):
+            close()
 
 
 def format_validation_errors(infos: ConfigInfos) -> str:

@@ -15,6 +15,10 @@ The package, one job per module:
 * :mod:`.string`: ``StringConverter``; :mod:`.header`: ``SimpleHeaderConverter``.
 * :mod:`.primitives`: the number converters, ``BooleanConverter``, ``ByteArrayConverter``.
 * :mod:`.java`: Java's text of numbers and dates, shared by the three above.
+* :mod:`.registry`: the Schema Registry converters under Confluent's class names
+  (``io.confluent.connect.avro.AvroConverter``,
+  ``io.confluent.connect.json.JsonSchemaConverter``,
+  ``io.confluent.connect.protobuf.ProtobufConverter``); key and value converters only.
 * this module: the registry of names and aliases, and the loaders.
 
 They run once per record on the executor, so ``from_connect`` does the least
@@ -53,10 +57,14 @@ from connect_runtime.converters.primitives import (
     LongConverter,
     ShortConverter,
 )
+from connect_runtime.converters.registry.avro import AvroConverter
+from connect_runtime.converters.registry.json_schema import JsonSchemaConverter
+from connect_runtime.converters.registry.protobuf import ProtobufConverter
 from connect_runtime.converters.string import StringConverter
 from connect_runtime.errors import ConfigException
 
 __all__ = [
+    "AvroConverter",
     "BooleanConverter",
     "ByteArrayConverter",
     "Converter",
@@ -66,7 +74,9 @@ __all__ = [
     "HeaderConverter",
     "IntegerConverter",
     "JsonConverter",
+    "JsonSchemaConverter",
     "LongConverter",
+    "ProtobufConverter",
     "ShortConverter",
     "SimpleHeaderConverter",
     "StringConverter",
@@ -97,6 +107,9 @@ _CONNECT_NAMES: dict[type[Any], str] = {
     FloatConverter: "org.apache.kafka.connect.converters.FloatConverter",
     DoubleConverter: "org.apache.kafka.connect.converters.DoubleConverter",
     SimpleHeaderConverter: "org.apache.kafka.connect.storage.SimpleHeaderConverter",
+    AvroConverter: "io.confluent.connect.avro.AvroConverter",
+    JsonSchemaConverter: "io.confluent.connect.json.JsonSchemaConverter",
+    ProtobufConverter: "io.confluent.connect.protobuf.ProtobufConverter",
 }
 
 
@@ -112,8 +125,14 @@ def _names(cls: type[Any], suffix: str) -> dict[str, type[Any]]:
     return names
 
 
-_CONVERTERS = [JsonConverter, StringConverter, ByteArrayConverter, BooleanConverter,
-               ShortConverter, IntegerConverter, LongConverter, FloatConverter, DoubleConverter]
+# Connect's own converters: each is a header converter too.
+_CONNECT_CONVERTERS = [JsonConverter, StringConverter, ByteArrayConverter, BooleanConverter,
+                       ShortConverter, IntegerConverter, LongConverter, FloatConverter,
+                       DoubleConverter]
+# Confluent's Schema Registry converters: key and value converters only (Confluent's
+# do not implement HeaderConverter).
+_REGISTRY_CONVERTERS = [AvroConverter, JsonSchemaConverter, ProtobufConverter]
+_CONVERTERS = _CONNECT_CONVERTERS + _REGISTRY_CONVERTERS
 
 _BUILTIN: dict[str, type[Any]] = {
     name: cls for converter in _CONVERTERS for name, cls in _names(converter, "Converter").items()}
@@ -123,7 +142,9 @@ _BUILTIN: dict[str, type[Any]] = {
 # HeaderConverter); SimpleHeaderConverter is only one. Connect prunes
 # "HeaderConverter" from a header converter's alias ("Simple").
 _BUILTIN_HEADER: dict[str, type[Any]] = {
-    **_BUILTIN, **_names(SimpleHeaderConverter, "HeaderConverter")}
+    **{name: cls for converter in _CONNECT_CONVERTERS
+       for name, cls in _names(converter, "Converter").items()},
+    **_names(SimpleHeaderConverter, "HeaderConverter")}
 """Header converters by every name a config may use."""
 
 
@@ -141,7 +162,7 @@ def listed_converter_names() -> list[str]:
 def listed_header_converter_names() -> list[str]:
     """The built-in header converters by Connect's class names, sorted (Connect lists
     every converter that implements HeaderConverter, and SimpleHeaderConverter)."""
-    return sorted(_CONNECT_NAMES.values())
+    return sorted(_CONNECT_NAMES[c] for c in [*_CONNECT_CONVERTERS, SimpleHeaderConverter])
 
 
 def converter_class_named(name: str) -> type[Any] | None:

@@ -215,6 +215,30 @@ def load_rest_tls(originals: Mapping[str, str]) -> RestTls:
     return tls
 
 
+def load_client_tls(prefix: str, keys: Mapping[str, str]) -> ClientTls:
+    """A TLS client's settings from Connect-style ``ssl.*`` keys, given unprefixed in
+    ``keys`` (``prefix`` is how the user wrote them, for messages; e.g.
+    ``value.converter.schema.registry.``): the truststore (none: the system's CAs),
+    the keystore as client certificate if one is set, host name checking
+    (``ssl.endpoint.identification.algorithm``) and protocols. Raises
+    :class:`ConfigException` naming the key at fault."""
+    loader = _Loader(prefix, keys)
+    has_identity = any(keys.get(k) for k in (
+        "ssl.keystore.location", "ssl.keystore.key", "ssl.keystore.certificate.chain"))
+    chain, key = loader.identity() if has_identity else (None, None)
+    low, high = loader.versions()
+    tls = ClientTls(trusted=loader.trusted(), chain=chain, key=key,
+                    check_hostname=(keys.get("ssl.endpoint.identification.algorithm", "https")
+                                    or "").strip() != "",
+                    min_version=low, max_version=high)
+    try:
+        tls.context()
+    except ssl.SSLError as e:
+        raise loader.error("ssl.keystore.location", f"the certificate and key do not make a "
+                                                    f"TLS identity: {e.reason or e}") from e
+    return tls
+
+
 class _Loader:
     def __init__(self, prefix: str, keys: Mapping[str, str]) -> None:
         self.prefix = prefix

@@ -20,6 +20,12 @@ For one stage of one record, :meth:`ErrorHandler.execute`:
    :class:`~connect_runtime.errors.ConnectError` "Tolerance exceeded in error
    handler" from the stage's error, which fails the task.
 
+A :class:`~connect_runtime.errors.ServiceException` (a schema registry down or
+refusing the credentials) is never tolerated, whatever ``errors.tolerance``
+says: the record is not at fault, and skipping it would lose it. Connect skips
+such records once ``errors.retry.timeout`` is spent; this is a deliberate
+difference (docs/converters.md).
+
 The counters are Connect's task error metrics (``total-record-errors``,
 ``total-record-failures``, ``total-records-skipped``, ``total-retries``,
 ``total-errors-logged``).
@@ -33,7 +39,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from connect_runtime.errors import ConnectError, RetriableException
+from connect_runtime.errors import ConnectError, RetriableException, ServiceException
 
 log = logging.getLogger(__name__)
 
@@ -121,7 +127,7 @@ class ErrorHandler:
                     return retried
                 error = retried.error
             self._report(stage, klass, record, error)
-            if self.tolerate_all:
+            if self.tolerate_all and not isinstance(error, ServiceException):
                 self.counts.records_skipped += 1
                 raise RecordSkipped(f"{stage} failed for a record of task {self.label}") \
                     from error

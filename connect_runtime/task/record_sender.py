@@ -81,7 +81,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 from connect_runtime.api.schema import infer
 from connect_runtime.converters import SimpleHeaderConverter, fast_encoder
-from connect_runtime.errors import DataException, translate_kafka_error
+from connect_runtime.errors import DataException, ServiceException, translate_kafka_error
 from connect_runtime.kafka.produce import produce_waiting
 from connect_runtime.task.batches import expand, row
 from connect_runtime.task.error_handler import ErrorHandler, RecordSkipped
@@ -432,7 +432,7 @@ class RecordSender:
         schema, data = _with_schema(schema, data)
         try:
             return converter.from_connect(topic, schema, data)
-        except DataException:
+        except (DataException, ServiceException):  # a service's failure stays one
             raise
         except Exception as e:
             raise DataException(f"Task {self.label} could not convert a record's {what} for "

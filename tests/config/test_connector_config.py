@@ -524,6 +524,9 @@ def test_plugin_versions_default_to_the_installed_ones() -> None:
     assert (connector_version.value, connector_version.recommended_values) == (
         "unknown", ["unknown"])
     assert value_of(infos, "key.converter").recommended_values == [
+        "io.confluent.connect.avro.AvroConverter",  # the Schema Registry converters
+        "io.confluent.connect.json.JsonSchemaConverter",
+        "io.confluent.connect.protobuf.ProtobufConverter",
         "org.apache.kafka.connect.converters.BooleanConverter",
         "org.apache.kafka.connect.converters.ByteArrayConverter",
         "org.apache.kafka.connect.converters.DoubleConverter",

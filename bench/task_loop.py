@@ -24,7 +24,7 @@ import os
 import tempfile
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from confluent_kafka import Producer
@@ -36,7 +36,7 @@ from connect_runtime.api.record import SourcePartition
 from connect_runtime.api.task import SourceTask
 from connect_runtime.connectors.file import TASK_FILES, FileStreamSourceTask
 from connect_runtime.connectors.sequence import TASK_ID, TASK_PARTITIONS, SequenceSourceTask
-from connect_runtime.converters import load_converter
+from connect_runtime.converters import Converter, load_converter
 from connect_runtime.task.boundaries import BoundaryPolicy
 from connect_runtime.task.exactly_once_loop import ExactlyOnceTaskLoop
 from connect_runtime.task.loop import LoopDeps, LoopSignals, Outcome
@@ -90,33 +90,44 @@ def make_task(connector: str, topic: str, records: int, value_size: int, batch: 
 def run_loop(bootstrap: str, connector: str, boundary: str, size: int, records: int,
              value_size: int, emit_batches: bool = True) -> Measurement:
     """One run: ``records`` records of ``value_size`` bytes through the loop."""
+    with tempfile.TemporaryDirectory() as tmp:
+        batch = size if boundary == "poll" else 1000
+        return drive(bootstrap, lambda topic: make_task(
+            connector, topic, records, value_size, batch, Path(tmp), emit_batches),
+            records, load_converter("JsonConverter", {}, False),
+            BoundaryPolicy(boundary, size if boundary == "interval" else 0, None),
+            value_size)
+
+
+def drive(bootstrap: str, make: Callable[[str], SourceTask], records: int,
+          value_converter: Converter, boundary: BoundaryPolicy,
+          value_size: int = 0) -> Measurement:
+    """Run the task ``make(topic)`` returns through the exactly-once loop, with
+    ``StringConverter`` keys and ``value_converter``, on fresh topics, until
+    ``records`` are committed; its wall time and this process's CPU time."""
     suffix = uuid.uuid4().hex[:8]
     topic, offsets = f"bench-loop-{suffix}", f"bench-loop-offsets-{suffix}"
     create_topic(bootstrap, topic, 1)
     create_topic(bootstrap, offsets, 1)
-    with tempfile.TemporaryDirectory() as tmp:
-        batch = size if boundary == "poll" else 1000
-        task = make_task(connector, topic, records, value_size, batch, Path(tmp), emit_batches)
-        producer = Producer({"bootstrap.servers": bootstrap, **COMMON,
-                             "transaction.timeout.ms": 60_000,
-                             "transactional.id": f"bench-loop-{suffix}"})
-        producer.init_transactions(30)
-        producer.list_topics(topic, timeout=30)
-        loop = ExactlyOnceTaskLoop(
-            LoopDeps(label="bench-0", connector="bench", task=task, producer=producer,
-                     offsets_topic=offsets, forbidden_topics=frozenset({offsets}),
-                     key_converter=load_converter("StringConverter", {}, True),
-                     value_converter=load_converter("JsonConverter", {}, False),
-                     signals=LoopSignals()),
-            boundary=BoundaryPolicy(boundary, size if boundary == "interval" else 0, None),
-            transaction_timeout_s=60)
-        _stop_after(loop, records)
-        cpu0, t0 = os.times(), time.perf_counter()
-        outcome = loop.run()
-        elapsed = time.perf_counter() - t0
-        cpu1 = os.times()
-        task.stop()
-        producer.flush(30)
+    task = make(topic)
+    producer = Producer({"bootstrap.servers": bootstrap, **COMMON,
+                         "transaction.timeout.ms": 60_000,
+                         "transactional.id": f"bench-loop-{suffix}"})
+    producer.init_transactions(30)
+    producer.list_topics(topic, timeout=30)
+    loop = ExactlyOnceTaskLoop(
+        LoopDeps(label="bench-0", connector="bench", task=task, producer=producer,
+                 offsets_topic=offsets, forbidden_topics=frozenset({offsets}),
+                 key_converter=load_converter("StringConverter", {}, True),
+                 value_converter=value_converter, signals=LoopSignals()),
+        boundary=boundary, transaction_timeout_s=60)
+    _stop_after(loop, records)
+    cpu0, t0 = os.times(), time.perf_counter()
+    outcome = loop.run()
+    elapsed = time.perf_counter() - t0
+    cpu1 = os.times()
+    task.stop()
+    producer.flush(30)
     if outcome is not Outcome.STOPPED or loop.stats.records < records:
         raise SystemExit(f"loop ended {outcome.value} after {loop.stats.records} records")
     cpu = (cpu1.user - cpu0.user) + (cpu1.system - cpu0.system)

@@ -11,6 +11,8 @@ shares nothing with the converter's own descriptors.
 from __future__ import annotations
 
 import contextlib
+import datetime
+import decimal
 import importlib
 import importlib.util
 import os
@@ -24,7 +26,31 @@ from typing import Any
 import httpx
 from kafka_helpers import free_port
 
+from connect_runtime.api.schema import Schema, Struct
+
 REGISTRY_SH = str(Path(__file__).resolve().parents[1] / "deploy" / "registry.sh")
+
+# The record the registry converters' tests write: most of Connect's types and
+# logical types, an optional field, a nested struct and a field with a default.
+LINE = Schema.struct({"code": Schema.INT16, "label": Schema.OPTIONAL_STRING},
+                     name="com.example.Line")
+ORDER_FIELDS: dict[str, Schema] = {
+    "id": Schema.INT64, "customer": Schema.STRING, "note": Schema.OPTIONAL_STRING,
+    "amount": Schema.FLOAT64, "ratio": Schema.FLOAT32, "paid": Schema.BOOLEAN,
+    "price": Schema.decimal(2), "day": Schema.date(), "at": Schema.timestamp(),
+    "raw": Schema.BYTES, "tags": Schema.array(Schema.STRING),
+    "attrs": Schema.map(Schema.STRING, Schema.INT32), "line": LINE,
+    "qty": Schema.INT32.replace(default=1)}
+
+
+def order_values(i: int) -> dict[str, Any]:
+    """Row ``i``'s values for :data:`ORDER_FIELDS` (``qty`` unset: its default)."""
+    return {"id": i, "customer": f"c{i}", "note": None if i % 2 else f"n{i}",
+            "amount": i * 1.25, "ratio": 0.5, "paid": bool(i % 2),
+            "price": decimal.Decimal(f"{i}.05"), "day": datetime.date(2024, 2, 29),
+            "at": datetime.datetime(2024, 1, 2, 3, 4, 5, 678000), "raw": bytes([i % 256, 0]),
+            "tags": ["a", f"t{i}"], "attrs": {"x": i}, "line": Struct(LINE, code=i % 100),
+            "qty": None}
 
 
 class SchemaRegistry:

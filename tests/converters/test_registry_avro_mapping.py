@@ -150,6 +150,8 @@ def test_schemaless_values_ask_for_a_schema_and_bytes_pass_through() -> None:
     assert converter.from_connect("t", None, b"\x00raw") == b"\x00raw"
     with pytest.raises(DataException, match="record's key has no schema"):
         converter.from_connect("t", None, {"a": 1})
+    with pytest.raises(DataException, match="record's key has no schema"):
+        converter.from_connect("t", None, [1, 2])
 
 
 @pytest.mark.parametrize("configs, key, message", [

@@ -2,7 +2,8 @@
 
 * Avro, Protobuf and JSON Schema: three connectors read one SQLite table; what
   they commit is decoded by confluent-kafka's deserializers (Avro, JSON Schema)
-  and by a protoc-compiled class (Protobuf) and equals the table's rows.
+  and by a protoc-compiled class (Protobuf) and equals the table's rows; a file
+  source's lines go out as Avro strings.
 * Schema evolution under the subject's BACKWARD compatibility: a new nullable
   column registers version 2 and the task goes on; a new NOT NULL column is
   refused by the registry, the task fails naming the subject, the versions and
@@ -16,7 +17,6 @@ from __future__ import annotations
 import datetime
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -28,7 +28,7 @@ from confluent_kafka.schema_registry.json_schema import JSONDeserializer
 from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 from google.protobuf import json_format
-from harness import WorkerProcess, free_port
+from harness import WorkerProcess
 from kafka_helpers import create_topic, read_topic, wait_for
 from postgres_helpers import Database
 from registry_helpers import RegistryProxy, SchemaRegistry, compile_proto
@@ -40,16 +40,6 @@ STAMP = datetime.datetime(2024, 3, 4, 5, 6, 7, 890000)
 AUTO_RESTART = {"errors.restart.policy": "on-failure", "errors.restart.max.attempts": "-1",
                 "errors.restart.backoff.initial.ms": "4000",
                 "errors.restart.backoff.max.ms": "4000"}
-
-
-@pytest.fixture
-def worker(kafka_bootstrap: str, tmp_path: Path) -> Iterator[WorkerProcess]:
-    w = WorkerProcess(kafka_bootstrap, f"sr-{uuid.uuid4().hex[:8]}", free_port(),
-                      tmp_path).start()
-    try:
-        yield w
-    finally:
-        w.stop()
 
 
 @pytest.fixture
@@ -68,6 +58,15 @@ def sql_connector(db: Database, table: str, prefix: str, converter: str, url: st
             "incrementing.column.name": "id", "poll.interval.ms": "200",
             "table.poll.interval.ms": "500", "exactly.once.support": "required",
             "value.converter": converter, "value.converter.schema.registry.url": url, **more}
+
+
+@pytest.fixture(autouse=True)
+def _delete_connectors(worker: WorkerProcess) -> Iterator[None]:
+    """The session's worker is shared: each test's connectors go when it ends."""
+    before = set(worker.rest("GET", "/connectors").json())
+    yield
+    for name in set(worker.rest("GET", "/connectors").json()) - before:
+        worker.rest("DELETE", f"/connectors/{name}")
 
 
 def create(worker: WorkerProcess, name: str, config: dict[str, str]) -> None:
@@ -97,9 +96,18 @@ def test_avro_protobuf_and_json_schema_decode_with_independent_readers(
         create_topic(kafka_bootstrap, prefixes[fmt] + name)
         create(worker, f"{name}-{fmt}", sql_connector(db, name, prefixes[fmt], converter,
                                                       schema_registry.url))
-    for fmt in prefixes:
-        wait_for(lambda fmt=fmt: len(committed(kafka_bootstrap, prefixes[fmt] + name)) == 30,  # type: ignore[misc]
-                 90, f"30 {fmt} records")
+    # The file source's lines (str without a schema) as Avro strings.
+    lines = tmp_path / "lines.txt"
+    lines.write_text("".join(f"line {i} ✓\n" for i in range(30)))
+    file_topic = f"{name}-file"
+    create_topic(kafka_bootstrap, file_topic)
+    create(worker, f"{name}-file", {
+        "connector.class": "FileStreamSourceConnector", "file": str(lines),
+        "topic": file_topic, "exactly.once.support": "required", "value.converter": AVRO,
+        "value.converter.schema.registry.url": schema_registry.url})
+    for topic_name in [*(p + name for p in prefixes.values()), file_topic]:
+        wait_for(lambda t=topic_name: len(committed(kafka_bootstrap, t)) == 30,  # type: ignore[misc]
+                 90, f"30 records in {topic_name}")
 
     client = SchemaRegistryClient({"url": schema_registry.url})
     want = [(i, f"c{i}", None if i % 3 == 0 else f"n{i}", f"{i}.25") for i in range(1, 31)]
@@ -110,6 +118,10 @@ def test_avro_protobuf_and_json_schema_decode_with_independent_readers(
            for v in committed(kafka_bootstrap, topic)]
     assert [(r["id"], r["customer"], r["note"], str(r["amount"])) for r in got] == want
     assert got[0]["updated"].isoformat() == "2024-03-04T05:06:07.890000+00:00"
+
+    got_lines = [avro(v, SerializationContext(file_topic, MessageField.VALUE))
+                 for v in committed(kafka_bootstrap, file_topic)]
+    assert got_lines == [f"line {i} ✓" for i in range(30)]
 
     topic = prefixes["json"] + name
     json_reader = JSONDeserializer(None, schema_registry_client=client)

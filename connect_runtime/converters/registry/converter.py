@@ -9,6 +9,11 @@ For a record's key or value with a schema, :meth:`RegistryConverter.from_connect
    registered, looked up, or the latest version's with ``use.latest.version``);
 3. writes Confluent's frame (:mod:`.wire`) and the encoded value.
 
+A value without a schema: ``bytes`` pass through (the task serialized them); a
+``str``, ``bool``, ``int`` or ``float`` gets Connect's inferred schema (STRING,
+BOOLEAN, INT64, FLOAT64); a Struct its own; anything else (a dict, a list) is
+refused, asking for a schema.
+
 A value that does not fit its schema raises DataException naming the topic,
 the record's key or value and the field path; a registry that cannot be reached
 raises ServiceUnavailableException naming the URL (:mod:`.client`).
@@ -28,6 +33,12 @@ from connect_runtime.converters.registry.client import Registry
 from connect_runtime.converters.registry.config import RegistrySettings, parse_settings
 from connect_runtime.converters.registry.wire import header
 from connect_runtime.errors import DataException
+
+# A schemaless primitive gets the schema Connect's Values.inferSchema gives its Java
+# counterpart (a str is a String, an int a Long): a file source's lines are then
+# Avro "string"s, as Kafka Connect's (STRING schema) are.
+_PRIMITIVE_SCHEMAS: dict[type, Schema] = {
+    str: Schema.STRING, bool: Schema.BOOLEAN, int: Schema.INT64, float: Schema.FLOAT64}
 
 
 @dataclass
@@ -91,13 +102,18 @@ class RegistryConverter:
         if schema is None:
             if isinstance(value, BYTES_LIKE):
                 return as_bytes(value)  # serialized by the task already
-            if not isinstance(value, Struct):
-                raise DataException(
-                    f"Converting a {type(value).__name__} to {self.format_name} for topic "
-                    f"{topic} failed: the record's {self._what} has no schema. Give the "
-                    f"record a {self._what}_schema, or a dataclass {self._what} (its schema "
-                    "is derived), or use a schemaless converter such as JsonConverter")
-            schema = value.schema
+            if isinstance(value, Struct):
+                schema = value.schema
+            else:
+                inferred = _PRIMITIVE_SCHEMAS.get(type(value))
+                if inferred is None:
+                    raise DataException(
+                        f"Converting a {type(value).__name__} to {self.format_name} for "
+                        f"topic {topic} failed: the record's {self._what} has no schema. "
+                        f"Give the record a {self._what}_schema, or a dataclass "
+                        f"{self._what} (its schema is derived), or use a schemaless "
+                        "converter such as JsonConverter")
+                schema = inferred
         plan = self._plan(topic, schema)
         schema_id, encode = self._id(topic, plan)
         try:

@@ -10,6 +10,7 @@ import datetime
 import decimal
 import io
 import json
+import random
 from typing import Any
 
 import pytest
@@ -109,6 +110,82 @@ def test_values_roundtrip_through_the_registered_schema() -> None:
         "at": datetime.datetime(2024, 1, 2, 3, 4, 5, 678000, tzinfo=datetime.UTC),
         "tags": ["a", "b"], "m": [{"key": 1, "value": "x"}], "inner": {"a": -3},
         "count": 5, "raw": b"\x00\xff", "ratio": 2.0}
+
+
+WIDE = Schema.struct({
+    "i8": Schema.INT8, "i16": Schema.INT16, "i32": Schema.INT32, "i64": Schema.INT64,
+    "f32": Schema.FLOAT32, "f64": Schema.FLOAT64, "ok": Schema.BOOLEAN, "s": Schema.STRING,
+    "b": Schema.BYTES, "maybe": Schema.OPTIONAL_INT64,
+    "dflt": Schema.OPTIONAL_STRING.replace(default="d"),
+    "nums": Schema.array(Schema.OPTIONAL_INT32), "words": Schema.map(Schema.STRING, Schema.STRING),
+    "by_id": Schema.map(Schema.INT64, Schema.array(Schema.STRING)),
+    "inner": Schema.struct({"x": Schema.FLOAT64}, optional=True),
+    "dec": Schema.decimal(4), "when": Schema.timestamp(), "day": Schema.date(),
+    "clock": Schema.time()}, name="t.Wide")
+
+
+def wide(rng: random.Random) -> Struct:
+    def text() -> str:
+        return "".join(rng.choice("aé☃𝄞\x00 ") for _ in range(rng.randrange(0, 80)))
+    inner = WIDE.fields[14].schema
+    return Struct(WIDE, {
+        "i8": rng.randint(-128, 127), "i16": rng.randint(-2**15, 2**15 - 1),
+        "i32": rng.choice([0, -1, 63, 64, -64, -65, 2**31 - 1, -2**31,
+                           rng.randint(-2**31, 2**31 - 1)]),
+        "i64": rng.choice([0, 2**63 - 1, -2**63, rng.randint(-2**63, 2**63 - 1),
+                           rng.randint(-300, 300)]),
+        "f32": rng.uniform(-1e6, 1e6), "f64": rng.choice([0.0, -0.0, 1e308, rng.random()]),
+        "ok": rng.random() < 0.5, "s": text(), "b": rng.randbytes(rng.randrange(0, 200)),
+        "maybe": rng.choice([None, rng.randint(-2**63, 2**63 - 1)]),
+        "dflt": rng.choice([None, text()]),
+        "nums": [rng.choice([None, rng.randint(-2**31, 2**31 - 1)])
+                 for _ in range(rng.randrange(0, 70))],
+        "words": {text(): text() for _ in range(rng.randrange(0, 5))},
+        "by_id": {rng.randint(-10**12, 10**12): [text()] for _ in range(rng.randrange(0, 4))},
+        "inner": rng.choice([None, Struct(inner, x=rng.random())]),
+        "dec": decimal.Decimal(rng.randint(-10**30, 10**30)).scaleb(-4),
+        "when": datetime.datetime(1960, 1, 1) + datetime.timedelta(
+            milliseconds=rng.randint(0, 10**12)),
+        "day": datetime.date(1900, 1, 1) + datetime.timedelta(days=rng.randint(0, 80000)),
+        "clock": datetime.time(rng.randrange(24), rng.randrange(60), rng.randrange(60),
+                               rng.randrange(1000) * 1000)})
+
+
+def test_the_compiled_writer_writes_fastavros_bytes() -> None:
+    """Our encoder against fastavro's, both from the registered schema's point of view."""
+    from fastavro import schemaless_writer
+    plan = plan_for(WIDE, AvroOptions())
+    reference = parse_schema(json.loads(plan.text))
+    rng = random.Random(31)
+    for _ in range(400):
+        value = wide(rng)
+        out = io.BytesIO()
+        assert plan.datum is not None
+        schemaless_writer(out, reference, plan.datum(value))
+        assert plan.encode(value) == out.getvalue(), value
+
+
+def test_optional_map_keys_either_way() -> None:
+    from fastavro import schemaless_writer
+    schema = Schema.struct({"m": Schema.map(Schema.OPTIONAL_STRING, Schema.INT32)}, name="t.M")
+    value = Struct(schema, m={"a": 1, "b": 2})
+    for allow in (False, True):
+        plan = plan_for(schema, AvroOptions(allow_optional_map_keys=allow))
+        assert (json.loads(plan.text)["fields"][0]["type"]["type"] == "map") is allow
+        out = io.BytesIO()
+        assert plan.datum is not None
+        schemaless_writer(out, parse_schema(json.loads(plan.text)), plan.datum(value))
+        assert plan.encode(value) == out.getvalue()
+
+
+def test_the_compiled_writer_refuses_what_does_not_fit() -> None:
+    plan = plan_for(WIDE, AvroOptions())
+    good = wide(random.Random(1))
+    for field, bad in (("i32", 2**31), ("i64", 2**63), ("s", 7), ("ok", 1), ("i8", "x"),
+                       ("b", None), ("nums", [1.5])):
+        value = Struct(WIDE, {**good._values, field: bad})
+        with pytest.raises((TypeError, ValueError, AttributeError)):
+            plan.encode(value)
 
 
 def test_invalid_names_fail_naming_them_unless_scrubbed() -> None:

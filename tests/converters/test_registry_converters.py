@@ -185,6 +185,19 @@ def test_lookup_only_and_latest_version(
         "auto.register.schemas": "false", "use.latest.version": "true"}), False)
     assert latest.from_connect(topic, row, Struct(row, id=3))[:5] == frame[:5]
 
+    # A newer version with another optional field: records of the old schema are
+    # written with it, the field from its default.
+    wider = Schema.struct({"id": Schema.INT64, "note": Schema.OPTIONAL_STRING},
+                          name="com.example.Looked")
+    writer.from_connect(topic, wider, Struct(wider, id=4, note="x"))
+    newest = load_converter(AVRO, registry_conf(schema_registry, **{
+        "auto.register.schemas": "false", "use.latest.version": "true"}), False)
+    framed = newest.from_connect(topic, row, Struct(row, id=5))
+    assert framed[1:5] == client.get_latest_version(f"{topic}-value").schema_id.to_bytes(4, "big")
+    decode = AvroDeserializer(client)
+    assert decode(framed, SerializationContext(topic, MessageField.VALUE)) == {
+        "id": 5, "note": None}
+
 
 def test_record_name_strategy(schema_registry: SchemaRegistry, client: SchemaRegistryClient,
                               unique_name: Callable[[str], str]) -> None:

@@ -10,6 +10,7 @@
   the registry's message, and nothing of the refused batch is committed.
 * A registry that cannot be reached: the task fails naming its URL, restarts by
   itself once the registry is back, and every row reaches Kafka exactly once.
+* A registry behind basic auth, the password given through a config provider.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import datetime
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -28,10 +30,12 @@ from confluent_kafka.schema_registry.json_schema import JSONDeserializer
 from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 from google.protobuf import json_format
-from harness import WorkerProcess
+from harness import WorkerProcess, free_port
 from kafka_helpers import create_topic, read_topic, wait_for
 from postgres_helpers import Database
 from registry_helpers import RegistryProxy, SchemaRegistry, compile_proto
+
+from connect_runtime.security.providers import FILE_PROVIDER
 
 AVRO = "io.confluent.connect.avro.AvroConverter"
 PROTOBUF = "io.confluent.connect.protobuf.ProtobufConverter"
@@ -275,4 +279,47 @@ def test_an_unreachable_registry_fails_the_task_and_loses_nothing(
            for v in committed(kafka_bootstrap, topic)]
     assert ids == list(range(1, written + 1)), "a row lost, duplicated or out of order"
     client.close()
+
+
+def test_registry_credentials_come_from_a_config_provider(
+        kafka_bootstrap: str, db: Database, unique_name: Callable[[str], str],
+        tmp_path: Path) -> None:
+    """A registry behind basic auth; the connector config names the password only as
+    ``${file:...}``: the task resolves it, the connector's config and status never show it."""
+    password = f"pw-{uuid.uuid4().hex}"
+    registry = SchemaRegistry(tmp_path / "registry",
+                              {"REGISTRY_BASIC_AUTH_USERS": f"connect:{password}"})
+    registry.start()
+    secrets = tmp_path / "secrets"
+    secrets.mkdir()
+    (secrets / "registry.properties").write_text(f"user.info=connect:{password}\n")
+    worker = WorkerProcess(kafka_bootstrap, unique_name("sr-secrets"), free_port(),
+                           tmp_path, {
+                               "config.providers": "file",
+                               "config.providers.file.class": FILE_PROVIDER,
+                               "config.providers.file.param.allowed.paths": str(secrets)})
+    try:
+        worker.start()
+        name = unique_name("secret").replace("-", "_")
+        table = db.table(name, sa.Column("customer", sa.String, nullable=False))
+        db.insert(table, *({"customer": f"c{i}", "updated": STAMP} for i in range(5)))
+        topic, connector = f"{name}-{name}", f"{name}-avro"
+        create_topic(kafka_bootstrap, topic)
+        placeholder = f"${{file:{secrets / 'registry.properties'}:user.info}}"
+        create(worker, connector, sql_connector(db, name, f"{name}-", AVRO, registry.url, **{
+            "value.converter.basic.auth.credentials.source": "USER_INFO",
+            "value.converter.basic.auth.user.info": placeholder}))
+        wait_for(lambda: len(committed(kafka_bootstrap, topic)) == 5, 90, "5 records")
+        client = SchemaRegistryClient({"url": registry.url,
+                                       "basic.auth.user.info": f"connect:{password}"})
+        avro = AvroDeserializer(client)
+        assert [avro(v, SerializationContext(topic, MessageField.VALUE))["customer"]
+                for v in committed(kafka_bootstrap, topic)] == [f"c{i}" for i in range(5)]
+        client.close()
+        config = worker.rest("GET", f"/connectors/{connector}/config").json()
+        assert config["value.converter.basic.auth.user.info"] == placeholder
+        assert password not in worker.rest("GET", f"/connectors/{connector}/status").text
+    finally:
+        worker.stop()
+        registry.stop()
 

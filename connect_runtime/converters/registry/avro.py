@@ -33,9 +33,10 @@ and finds the same id, instead of a new version:
 
 Values: the schema's, as :mod:`connect_runtime.api.schema` lists them; a null
 field with a default is written as the default (Connect's ``Struct.get``). The
-encoding is fastavro's, from a writer schema parsed once per Connect schema; a
-value that does not fit raises DataException naming the topic, the record's
-key or value and the field path (``Schema.validate``'s words).
+binary encoding is compiled once per Connect schema (:mod:`.avro_writer`); with
+``use.latest.version`` fastavro writes the values with the registered schema. A
+value that does not fit raises DataException naming the topic, the record's key
+or value and the field path (``Schema.validate``'s words).
 
 Not written: schemaless values (other than ``bytes``, which pass through as
 with every converter here). Confluent wraps them in its ``Anything`` record;
@@ -57,6 +58,7 @@ from connect_runtime.api.schema import DATE, DECIMAL, TIME, TIMESTAMP, Schema, S
 from connect_runtime.converters import java
 from connect_runtime.converters.base import as_bytes
 from connect_runtime.converters.json import _double_node, _finish, _float_node
+from connect_runtime.converters.registry.avro_writer import compile_writer
 from connect_runtime.converters.registry.config import registry_config_def
 from connect_runtime.converters.registry.converter import Plan, RegistryConverter
 from connect_runtime.errors import DataException
@@ -393,26 +395,6 @@ class _JavaJson:
         return out
 
 
-def _writer_schema(node: _Node, names: set[int] | None = None) -> Any:
-    """The schema fastavro encodes with: full names, no logical types (values are
-    converted to their Avro primitives first, and the binary is the same)."""
-    names = set() if names is None else names
-    if isinstance(node, _Union):
-        return [_writer_schema(b, names) for b in node.branches]
-    if isinstance(node, _Record):
-        if id(node) in names:
-            return node.full_name
-        names.add(id(node))
-        return {"type": "record", "name": node.full_name,
-                "fields": [{"name": f.name, "type": _writer_schema(f.schema, names)}
-                           for f in node.fields]}
-    if node.items is not None:
-        return {"type": "array", "items": _writer_schema(node.items, names)}
-    if node.values is not None:
-        return {"type": "map", "values": _writer_schema(node.values, names)}
-    return node.type
-
-
 def record_name(node: _Node) -> str:
     """The full name RecordNameStrategy uses: a record's, else the type's name."""
     candidates = node.branches if isinstance(node, _Union) else [node]
@@ -429,7 +411,8 @@ Datum = Callable[[Any], Any]
 
 
 def _datum(schema: Schema, options: AvroOptions) -> Datum:
-    """Connect value -> the value fastavro writes for the writer schema."""
+    """Connect value -> the value fastavro writes for the registered schema (its
+    Avro primitives: a Decimal's bytes, a Date's days, ...)."""
     inner = _datum_non_null(schema, options)
     if schema.optional:
         return lambda v: None if v is None else inner(v)
@@ -488,13 +471,15 @@ def _struct_datum(schema: Schema, options: AvroOptions) -> Datum:
 
 def plan_for(schema: Schema, options: AvroOptions) -> Plan:
     """Convert ``schema`` (DataException if Avro cannot hold it)."""
-    from fastavro import parse_schema
-
     node = _FromConnect(options).node(schema)
-    writer = parse_schema(_writer_schema(node))
-    datum = _datum(schema, options)
+    write = compile_writer(schema, options.allow_optional_map_keys)
+
+    def encode(value: Any) -> bytes:
+        out = bytearray()
+        write(out, value)
+        return bytes(out)
     return Plan(schema=schema, text=schema_text(node), record_name=record_name(node),
-                encode=lambda v: _avro_bytes(writer, datum(v)), datum=datum)
+                encode=encode, datum=_datum(schema, options))
 
 
 def _avro_bytes(writer: Any, datum: Any) -> bytes:

@@ -293,7 +293,10 @@ class Scenario:
             assert report.ok, f"{short}: " + "; ".join(report.violations())
             assert report.incomplete == [], report.incomplete
             # The committed source offsets are exactly where the output ends.
-            offsets = leader.rest("GET", f"/connectors/{name}/offsets").json()["offsets"]
+            # Right after the broker bounces, reading the offsets topic may still time
+            # out (an error body): the answer that counts is the first complete one.
+            offsets = wait_for(lambda n=name: _offsets(leader, n), 60,  # type: ignore[misc]
+                               f"{name}'s committed offsets")
             next_seq = {o["partition"]["sequence.partition"]: o["offset"]["seq"] for o in offsets}
             for g in report.groups:
                 last = max(g.last or 0, g.first or 0)
@@ -301,6 +304,16 @@ class Scenario:
                 assert nxt > last, (short, g.label, last, nxt)
                 assert all(missing is not None and missing(s) for s in range(last + 1, nxt)), (
                     f"{short}/{g.label}: offsets at {nxt} but output ends at {last}")
+
+
+def _offsets(worker: WorkerProcess, name: str) -> list[dict[str, Any]] | None:
+    """``name``'s committed offsets, or None (the answer printed) while the worker
+    cannot read them yet."""
+    r = worker.rest("GET", f"/connectors/{name}/offsets")
+    if r.status_code == 200:
+        return list(r.json()["offsets"])
+    print(f"GET /connectors/{name}/offsets: {r.status_code} {r.text[:300]}")
+    return None
 
 
 def test_exactly_once_survives_faults(broker: Broker, cluster: Cluster,

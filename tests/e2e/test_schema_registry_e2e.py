@@ -64,9 +64,23 @@ def sql_connector(db: Database, table: str, prefix: str, converter: str, url: st
             "value.converter": converter, "value.converter.schema.registry.url": url, **more}
 
 
+@pytest.fixture(scope="module")
+def worker(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory,
+           ) -> Iterator[WorkerProcess]:
+    """A worker of this module's own: its tests run four tasks at once, which the
+    session's shared worker (Spark local[8]) may not have free slots for when
+    tests before them left connectors running."""
+    w = WorkerProcess(kafka_bootstrap, f"sr-{uuid.uuid4().hex[:8]}", free_port(),
+                      tmp_path_factory.mktemp("sr-worker")).start()
+    try:
+        yield w
+    finally:
+        w.stop()
+
+
 @pytest.fixture(autouse=True)
 def _delete_connectors(worker: WorkerProcess) -> Iterator[None]:
-    """The session's worker is shared: each test's connectors go when it ends."""
+    """Each test's connectors go when it ends."""
     before = set(worker.rest("GET", "/connectors").json())
     yield
     for name in set(worker.rest("GET", "/connectors").json()) - before:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from connect_runtime.api.config_def import (
     NO_DEFAULT,
@@ -31,7 +31,9 @@ from connect_runtime.api.config_def import (
     Width,
 )
 from connect_runtime.errors import ConfigException
-from connect_runtime.security.tls import ClientTls, load_client_tls
+
+if TYPE_CHECKING:
+    from connect_runtime.security.tls import ClientTls
 
 URL = "schema.registry.url"
 CREDENTIALS_SOURCE = "basic.auth.credentials.source"
@@ -187,7 +189,10 @@ class RegistrySettings:
             "retries.wait.ms": self.retries_wait_ms,
             "retries.max.wait.ms": self.retries_max_wait_ms,
             "cache.capacity": self.cache_size,
-            "timeout": (self.connect_timeout_s, self.read_timeout_s)}
+            # httpx's (connect, read, write, pool): writes and waits for a pooled
+            # connection are bounded like reads and connects.
+            "timeout": (self.connect_timeout_s, self.read_timeout_s, self.read_timeout_s,
+                        self.connect_timeout_s)}
         if self.latest_ttl_s is not None:
             conf["cache.latest.ttl.sec"] = self.latest_ttl_s
         if self.user_info is not None:
@@ -215,7 +220,12 @@ def parse_settings(configs: Mapping[str, str], is_key: bool, prefix: str,
     user_info = _user_info(values, configs, prefix, urls)
     tls_keys = {k: str(configs[TLS_PREFIX + k]) for k in TLS_KEYS
                 if configs.get(TLS_PREFIX + k) not in (None, "")}
-    tls = load_client_tls(prefix + TLS_PREFIX, tls_keys) if tls_keys else None
+    tls = None
+    if tls_keys:
+        # Imported here: security/ loads the Kafka client's modules, which a process
+        # that only imports converters (the connector test kit) must not pay for.
+        from connect_runtime.security.tls import load_client_tls
+        tls = load_client_tls(prefix + TLS_PREFIX, tls_keys)
     use_latest, auto_register = bool(values[USE_LATEST]), bool(values[AUTO_REGISTER])
     if use_latest and auto_register:
         raise ConfigException(f"use.latest.version=true needs {prefix}{AUTO_REGISTER}=false "

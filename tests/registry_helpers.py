@@ -20,6 +20,7 @@ import socket
 import subprocess
 import sys
 import threading
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -155,7 +156,10 @@ def compile_proto(text: str, workdir: Path, message: str) -> Any:
 
     src = workdir / "proto"
     src.mkdir()
-    (src / "registered.proto").write_text(text)
+    # A file and module name of its own per call: protobuf's default descriptor pool
+    # and sys.modules outlive a test, and another test's registered.proto is not this one.
+    stem = f"registered_{uuid.uuid4().hex[:12]}"
+    (src / f"{stem}.proto").write_text(text)
     # confluent/type/decimal.proto, as Confluent publishes it (its registry knows it built in).
     (src / "confluent" / "type").mkdir(parents=True)
     (src / "confluent" / "type" / "decimal.proto").write_text(
@@ -169,7 +173,7 @@ def compile_proto(text: str, workdir: Path, message: str) -> Any:
     out = workdir / "out"
     out.mkdir()
     assert protoc.main(["protoc", f"-I{src}", *(f"-I{i}" for i in includes),
-                        f"--python_out={out}", str(src / "registered.proto")]) == 0
+                        f"--python_out={out}", str(src / f"{stem}.proto")]) == 0
     # The compiled file imports confluent.type.decimal_pb2: confluent-kafka's copy of it,
     # already in the default descriptor pool.
     from confluent_kafka.schema_registry.confluent import type as confluent_type
@@ -180,8 +184,7 @@ def compile_proto(text: str, workdir: Path, message: str) -> Any:
     sys.modules.setdefault("confluent.type.decimal_pb2", decimal_pb2)
     sys.path.insert(0, str(out))
     try:
-        module = importlib.import_module("registered_pb2")
-        importlib.reload(module)
+        module = importlib.import_module(f"{stem}_pb2")
     finally:
         sys.path.remove(str(out))
     return getattr(module, message)

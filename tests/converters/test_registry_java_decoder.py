@@ -24,6 +24,7 @@ from __future__ import annotations
 import datetime
 import decimal
 import hashlib
+import importlib.util
 import json
 import shutil
 import struct as binary
@@ -175,15 +176,15 @@ def java_classes(schema: Schema, value: Struct, prefix: str = "") -> dict[str, s
     return out
 
 
-def apicurio_jars() -> Path:
-    """The pom's runtime jars, resolved with Maven once (as tests/e2e/java_connect.py's
-    ``maven_jars``) and cached under ``.cache/`` (gitignored)."""
-    if not (LIBS / ".complete").exists():
-        LIBS.mkdir(parents=True, exist_ok=True)
-        subprocess.run(["mvn", "-q", "-B", "-f", str(POM), "dependency:copy-dependencies",
-                        f"-DoutputDirectory={LIBS}", "-DincludeScope=runtime"], check=True)
-        (LIBS / ".complete").touch()
-    return LIBS
+def _java_connect() -> Any:
+    """tests/e2e/java_connect.py (its ``maven_jars``), loaded from its file: tests/e2e is
+    not on this directory's import path."""
+    spec = importlib.util.spec_from_file_location(
+        "java_connect", REPO / "tests" / "e2e" / "java_connect.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def decode_in_java(core_url: str, frames: list[tuple[str, bytes, str]],
@@ -192,7 +193,7 @@ def decode_in_java(core_url: str, frames: list[tuple[str, bytes, str]],
     missing = [tool for tool in ("java", "javac", "mvn") if shutil.which(tool) is None]
     if missing:
         pytest.fail(f"this test needs a JDK (>= 17) and Maven; not on PATH: {missing}")
-    libs = apicurio_jars()
+    libs = _java_connect().maven_jars(POM, LIBS)
     classes = work / "classes"
     subprocess.run(["javac", "--release", "17", "-encoding", "UTF-8", "-cp", f"{libs}/*",
                     "-d", str(classes), str(DECODER)], check=True)

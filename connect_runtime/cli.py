@@ -7,6 +7,10 @@
     connect-runtime worker --log-format json worker.properties
                                                  log JSON lines (default text; or set
                                                  CONNECT_LOG_FORMAT; docs/operations.md)
+    connect-runtime standalone worker.properties connector1.properties [c2.json ...]
+                                                 one worker running the connectors its
+                                                 files declare, exactly-once (Kafka
+                                                 Connect's connect-standalone.sh shape)
     connect-runtime tail --bootstrap-server B --topic T [--max N] [--timeout S]
                                                  print committed records (read_committed)
     connect-runtime verify --bootstrap-server B --topic T [--topic T2] [--seq-field seq]
@@ -42,9 +46,16 @@ def _parser() -> argparse.ArgumentParser:
                              "later file's keys override an earlier one's (the container "
                              "image layers its defaults, the chart's ConfigMap and Secrets "
                              "this way); CONNECT_* environment variables override them all")
-    worker.add_argument("--log-format", type=str.lower, choices=LOG_FORMATS, default=None,
-                        help="text (Connect-like lines, the default) or json (one object "
-                             f"per line); overrides the {LOG_FORMAT_ENV} variable")
+    _log_format_option(worker)
+    standalone = sub.add_parser(
+        "standalone", help="one worker running the connectors its files declare, exactly-once")
+    standalone.add_argument("config", help="worker configuration (.properties); group.id and "
+                                           "the internal topics default to connect-standalone*")
+    standalone.add_argument("connectors", nargs="*",
+                            help="connector files (.properties, or .json: a flat config or "
+                                 "the body of POST /connectors); a file changed between "
+                                 "runs reconfigures its connector")
+    _log_format_option(standalone)
     tail = sub.add_parser("tail", help="print records of a topic that are committed")
     tail.add_argument("--bootstrap-server", required=True)
     tail.add_argument("--topic", required=True)
@@ -70,6 +81,26 @@ def _parser() -> argparse.ArgumentParser:
     verify.add_argument("--timeout", type=float, default=30.0,
                         help="seconds allowed for reading each isolation level")
     return parser
+
+
+def _log_format_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--log-format", type=str.lower, choices=LOG_FORMATS, default=None,
+                        help="text (Connect-like lines, the default) or json (one object "
+                             f"per line); overrides the {LOG_FORMAT_ENV} variable")
+
+
+def _run_worker(args: argparse.Namespace) -> int:
+    # Before the config is read, so that its warnings have the chosen format.
+    configure_logging(log_format(args.log_format, os.environ))
+    from connect_runtime.config.worker_config import WorkerConfig
+    from connect_runtime.worker import run_worker
+
+    # CONNECT_LOG_FORMAT names the process's log format, not a worker key.
+    environ = {k: v for k, v in os.environ.items() if k != LOG_FORMAT_ENV}
+    if args.command == "standalone":
+        config = WorkerConfig.from_files([args.config], environ, standalone=True)
+        return run_worker(config, args.connectors)
+    return run_worker(WorkerConfig.from_files(args.config, environ))
 
 
 def _verify(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
@@ -101,21 +132,14 @@ def _verify(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     # Kafka Connect's convention: the properties file alone starts a worker.
-    if args_list and args_list[0] not in ("worker", "tail", "verify", "-h", "--help"):
+    if args_list and args_list[0] not in ("worker", "standalone", "tail", "verify", "-h",
+                                          "--help"):
         args_list.insert(0, "worker")
     parser = _parser()
     args = parser.parse_args(args_list)
     try:
-        if args.command == "worker":
-            # Before the config is read, so that its warnings have the chosen format.
-            configure_logging(log_format(args.log_format, os.environ))
-            from connect_runtime.config.worker_config import WorkerConfig
-            from connect_runtime.worker import run_worker
-
-            # CONNECT_LOG_FORMAT names the process's log format, not a worker key.
-            environ = {k: v for k, v in os.environ.items() if k != LOG_FORMAT_ENV}
-            config = WorkerConfig.from_files(args.config, environ)
-            return run_worker(config)
+        if args.command in ("worker", "standalone"):
+            return _run_worker(args)
         if args.command == "verify":
             return _verify(parser, args)
         from connect_runtime.tools.tail import tail

@@ -46,7 +46,7 @@ LOG_FORMATS = ("text", "json")
 # without the line number.
 TEXT_FORMAT = "[%(asctime)s] %(levelname)s %(connector_context)s%(message)s (%(name)s)"
 EVENT_FIELDS = ("event", "connector", "task", "generation", "tasks", "producers", "restart",
-                "attempt", "host", "pid", "worker", "epoch", "automatic")
+                "attempt", "host", "pid", "worker", "epoch", "automatic", "call", "file")
 """The ``extra`` fields a JSON line carries when a record has them (docs/operations.md)."""
 
 _QUIET_LOGGERS = ("py4j", "httpx", "httpcore", "uvicorn.access")

@@ -42,7 +42,7 @@ import socket
 import ssl
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,6 +51,7 @@ from confluent_kafka import KafkaError
 from confluent_kafka.admin import AdminClient
 from fastapi import Request
 
+from connect_runtime.cluster.declared_connectors import check_connector_files
 from connect_runtime.cluster.herder import DistributedHerder
 from connect_runtime.cluster.membership import GroupMembership
 from connect_runtime.cluster.spark_runner import SparkTaskRunner
@@ -189,8 +190,10 @@ class Worker:
     the shutdown path (:meth:`stop_tasks_and_leave`, then :meth:`stop`).
     """
 
-    def __init__(self, config: WorkerConfig) -> None:
+    def __init__(self, config: WorkerConfig, connector_files: Sequence[str] = ()) -> None:
+        """``connector_files``: standalone mode's; checked here, before anything starts."""
         self.config = config
+        self.connector_files = tuple(connector_files)
         if config.rest_credentials == {}:
             log.warning("the REST credentials file is empty: every request is let through, "
                         "as Kafka Connect's basic-auth extension does")
@@ -206,6 +209,8 @@ class Worker:
             # plugin.path: importable here, and one zip per plugin shipped to the executors.
             plugin_path = PluginPath.load(config["plugin.path"], self._temp.plugins)
             register_plugin_modules(plugin_path.modules, searched=config["plugin.path"])
+            # A bad connector file stops standalone mode before it touches Kafka.
+            check_connector_files(config, self.connector_files)
             self.runner = SparkTaskRunner(config.spark_settings(),
                                           f"connect-runtime-{config.group_id}",
                                           on_job_failed=self._on_job_failed,
@@ -262,7 +267,8 @@ class Worker:
         if stop.is_set():
             return None
         herder = DistributedHerder(self.config, stores.configs, stores.status,
-                                   stores.offsets, self.runner, cluster_id)
+                                   stores.offsets, self.runner, cluster_id,
+                                   self.connector_files)
         self.herder = herder
         membership = GroupMembership(self._membership_config(),
                                      self.config["config.storage.topic"],
@@ -515,14 +521,16 @@ class _Server(uvicorn.Server):
                 signal.signal(sig, handler)
 
 
-def run_worker(config: WorkerConfig) -> int:
+def run_worker(config: WorkerConfig, connector_files: Sequence[str] = ()) -> int:
     """Run until SIGTERM/SIGINT; returns the process exit status. Logging is the
     caller's to configure (the CLI: ``connect_runtime.logs.configure_logging``).
+    ``connector_files``: standalone mode's (the leader applies them as it does
+    ``declared.connectors.dir``'s).
 
     Raises what ends the worker's start for good (ConfigException,
     KafkaAuthenticationError, ...: see :func:`retries_startup`) once REST has
     closed; the CLI turns it into the exit status."""
-    worker = Worker(config)
+    worker = Worker(config, connector_files)
     startup = _Startup(worker)
 
     def stop_gracefully() -> None:

@@ -7,7 +7,6 @@ for other requests, including forwarded ones.
 
 from __future__ import annotations
 
-import re
 import ssl
 from collections.abc import Mapping, Sequence
 
@@ -18,10 +17,12 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from connect_runtime.cluster.herder_api import Herder
 from connect_runtime.errors import NotLeaderException
 from connect_runtime.rest.basic_auth import BasicAuthMiddleware
+from connect_runtime.rest.cross_site import AllowedOrigins, CrossSiteRequestMiddleware
 from connect_runtime.rest.errors import UnhandledErrorMiddleware, install_error_handlers
 from connect_runtime.rest.openapi import errors, install_openapi
 from connect_runtime.rest.routes import (
     connectors,
+    declared,
     internal,
     lifecycle,
     loggers,
@@ -74,14 +75,12 @@ def add_cors(app: FastAPI, allow_origin: str, allow_methods: str) -> None:
     ``*`` inside an entry, as in ``https://*.example.com``, matches any text
     there, as Jetty's filter does) and then only ``allow_methods`` (default
     GET, POST, HEAD). Preflight requests are answered by the middleware."""
-    origins = [o.strip() for o in allow_origin.split(",") if o.strip()]
+    origins = AllowedOrigins.parse(allow_origin)
     if not origins:
         return
-    exact = [o for o in origins if o == "*" or "*" not in o]
-    patterns = [re.escape(o).replace(r"\*", ".*") for o in origins if o != "*" and "*" in o]
     methods = [m.strip().upper() for m in allow_methods.split(",") if m.strip()]
-    app.add_middleware(CORSMiddleware, allow_origins=exact,
-                       allow_origin_regex="|".join(f"(?:{p})" for p in patterns) or None,
+    app.add_middleware(CORSMiddleware, allow_origins=list(origins.exact),
+                       allow_origin_regex=origins.regex,
                        allow_methods=methods or list(_CORS_METHODS),
                        allow_headers=list(_CORS_HEADERS))
 
@@ -108,6 +107,9 @@ def create_app(
     * ``forward_timeout_s`` bounds each request forwarded to the leader.
     * ``allow_origin`` / ``allow_methods``: Connect's ``access.control.allow.origin``
       and ``access.control.allow.methods`` (:func:`add_cors`); empty: no CORS.
+      Beyond Connect, a POST, PUT, PATCH or DELETE that a browser sends from an
+      origin that is neither this worker's nor allowed there gets 403
+      (:mod:`connect_runtime.rest.cross_site`).
     * ``basic_auth``: the users and passwords of Connect's basic-auth extension
       (:mod:`connect_runtime.rest.basic_auth`); None: no authentication.
     * ``forward_tls``: the client context for requests forwarded to an ``https://``
@@ -130,6 +132,9 @@ def create_app(
     if basic_auth is not None:
         app.add_middleware(BasicAuthMiddleware, credentials=basic_auth)
     app.add_middleware(_IgnoreTrailingSlash)
+    # Before credentials are even looked at: a forged request from another site's
+    # page carries the browser's credentials too (rest/cross_site.py).
+    app.add_middleware(CrossSiteRequestMiddleware, allowed=AllowedOrigins.parse(allow_origin))
     # Outermost: a browser's preflight carries no credentials and must still be answered.
     add_cors(app, allow_origin, allow_methods)
 
@@ -140,7 +145,8 @@ def create_app(
                    plugins.router, loggers.router):
         app.include_router(public, dependencies=[JSON_REQUESTS], responses=errors(400, 415))
     # The dashboard is not Connect's API: hidden, and browsers send no Content-Type.
-    for hidden in (internal.router, metrics.router, ui.router, *extra_routers):
+    for hidden in (internal.router, metrics.router, ui.router, declared.router,
+                   *extra_routers):
         app.include_router(hidden, include_in_schema=False)
     install_openapi(app)
     return app

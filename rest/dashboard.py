@@ -12,10 +12,11 @@ The page keeps these rules:
   from a fixed table, never from the value itself; a leader URL becomes a link
   only when it is ``http(s)``.
 * **No external resources**: inline CSS, plots drawn here as inline SVG
-  (:mod:`connect_runtime.rest.svg_plot`), one small inline script. The page
+  (:mod:`connect_runtime.rest.svg_plot`), two small inline scripts (the refresh
+  below; the actions of :mod:`connect_runtime.rest.dashboard_actions`). The page
   works on a machine without internet and needs no build step.
 * **Defence in depth**: :data:`CONTENT_SECURITY_POLICY` lets the browser run
-  only this module's script and style (by hash) and load nothing from anywhere,
+  only these scripts and styles (by hash) and load nothing from anywhere,
   so markup that slipped past escaping still could not run or fetch anything.
 * **None renders as "—"**, never fails the page: a follower knows less than
   the leader (no metrics series) and a task that has not started yet has no
@@ -42,6 +43,13 @@ from connect_runtime.cluster.herder_api import (
     TaskSeries,
     TaskView,
     TransactionSizes,
+)
+from connect_runtime.rest.dashboard_actions import (
+    ACTIONS_SCRIPT,
+    ACTIONS_STYLE,
+    connector_controls,
+    create_panel,
+    task_controls,
 )
 from connect_runtime.rest.svg_plot import Line, fmt_number, line_chart, number
 
@@ -90,6 +98,7 @@ border-radius:8px;padding:14px 16px;margin:0 0 16px}
 color:#fff;background:var(--idle)}
 .badge.state-running{background:var(--ok)}.badge.state-failed{background:var(--bad)}
 .badge.state-paused{background:var(--warn)}.badge.state-restarting{background:var(--info)}
+.badge.stalled{background:var(--bad)}
 table{border-collapse:collapse;width:100%;margin:4px 0 8px}
 th,td{text-align:left;padding:4px 10px 4px 0;border-bottom:1px solid var(--line);
 vertical-align:top}
@@ -146,6 +155,8 @@ _SCRIPT = """
     }
   };
   setInterval(refresh, REFRESH_MS);
+  // After an action (rest/dashboard_actions.py): show its effect without waiting.
+  document.addEventListener("dashboard:refresh", refresh);
 })();
 """.replace("REFRESH_MS", str(REFRESH_S * 1000))
 
@@ -155,7 +166,8 @@ def _sha256(text: str) -> str:
 
 
 CONTENT_SECURITY_POLICY = (
-    f"default-src 'none'; script-src '{_sha256(_SCRIPT)}'; style-src '{_sha256(_STYLE)}'; "
+    f"default-src 'none'; script-src '{_sha256(_SCRIPT)}' '{_sha256(ACTIONS_SCRIPT)}'; "
+    f"style-src '{_sha256(_STYLE)}' '{_sha256(ACTIONS_STYLE)}'; "
     "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 )
 """The ``Content-Security-Policy`` the route sends with the page (see the module docstring)."""
@@ -174,6 +186,18 @@ def _state_class(state: str) -> str:
 
 def _badge(state: str) -> str:
     return f'<span class="badge {_state_class(state)}">{_text(state)}</span>'
+
+
+def _stall_badge(task: TaskView) -> str:
+    """"stuck in poll() 6 min" beside a task whose loop call is stuck (its stack is in
+    the trace); nothing otherwise."""
+    stall = task.stall
+    if stall is None:
+        return ""
+    title = (f"{stall.call} has not returned for {stall.stalled_s:.0f} s "
+             f"(task.stall.threshold.ms={stall.threshold_ms}); the stack is in the trace")
+    return (f' <span class="badge stalled" title="{_text(title)}">stuck in '
+            f"{_text(stall.call)} {_duration(stall.stalled_s)}</span>")
 
 
 def _json(value: object) -> str:
@@ -231,7 +255,8 @@ def _txn_sizes(sizes: TransactionSizes | None) -> str:
 
 
 def _task_row(task: TaskView) -> str:
-    cells = [_text(task.id), _badge(task.state), _text(task.worker_id), _text(task.host),
+    cells = [_text(task.id), _badge(task.state) + _stall_badge(task), _text(task.worker_id),
+             _text(task.host),
              _text(task.pid), _text(task.attempt), _text(task.generation),
              _txn_sizes(task.transaction_size)]
     classes = ["", "", "", "", "num", "num", "num", "num"]
@@ -304,7 +329,8 @@ def _offsets(offsets: Sequence[CommittedOffset]) -> str:
 def _task_detail(view: DashboardView, connector: str, task: TaskView) -> str:
     title = f"{connector} task {task.id}"  # escaped by line_chart
     return (f'<div class="task" data-task="{_text(task.id)}">'
-            f"<h3>task {_text(task.id)} {_badge(task.state)}</h3>"
+            f"<h3>task {_text(task.id)} {_badge(task.state)}{_stall_badge(task)} "
+            f"{task_controls(connector, task.id)}</h3>"
             f"{_trace(task.trace, f'task:{connector}/{task.id}')}"
             f"{_plots(view, title, task.series)}"
             f"<h3>committed offsets</h3>{_offsets(task.offsets)}</div>")
@@ -316,7 +342,7 @@ def _connector_card(view: DashboardView, connector: ConnectorView) -> str:
             f"on {_text(connector.worker_id)}")
     return (f'<section class="card connector {_state_class(state)}" data-connector="{_text(name)}">'
             f'<h2><span class="name">{_text(name)}</span>{_badge(state)}</h2>'
-            f'<p class="meta">{meta}</p>'
+            f'<p class="meta">{meta}</p>{connector_controls(name)}'
             f"{_trace(connector.trace, f'connector:{name}')}"
             f"{_task_table(connector.tasks)}"
             f"{''.join(_task_detail(view, name, t) for t in connector.tasks)}</section>")
@@ -325,8 +351,10 @@ def _connector_card(view: DashboardView, connector: ConnectorView) -> str:
 def render_main(view: DashboardView) -> str:
     """The page's ``<main>`` element alone: what the refresh script swaps in."""
     cards = "".join(_connector_card(view, c) for c in view.connectors) or (
-        '<p class="empty">No connectors yet: create one with <code>POST /connectors</code>.</p>')
-    footer = (f"<footer>Read-only. Refreshes every {REFRESH_S} s. Plots cover the last "
+        '<p class="empty">No connectors yet: create one above or with '
+        "<code>POST /connectors</code>.</p>")
+    footer = (f"<footer>Actions go through the REST API, with your credentials. "
+              f"Refreshes every {REFRESH_S} s. Plots cover the last "
               f"{_duration(view.window_s)}. The same data as "
               'JSON: <a href="/ui/view.json">/ui/view.json</a>.</footer>')
     return f"<main>{_header(view)}{cards}{footer}</main>"
@@ -338,6 +366,7 @@ def render_dashboard(view: DashboardView) -> str:
             '<html lang="en"><head><meta charset="utf-8">'
             '<meta name="viewport" content="width=device-width, initial-scale=1">'
             f"<title>connect-runtime dashboard · {_text(view.worker_id)}</title>"
-            f"<style>{_STYLE}</style></head><body>"
+            f"<style>{_STYLE}</style><style>{ACTIONS_STYLE}</style></head><body>"
             '<div id="stale">The worker is not answering; this is the last view it sent.</div>'
-            f"{render_main(view)}<script>{_SCRIPT}</script></body></html>\n")
+            f"{create_panel()}{render_main(view)}<script>{_SCRIPT}</script>"
+            f"<script>{ACTIONS_SCRIPT}</script></body></html>\n")

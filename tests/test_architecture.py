@@ -31,7 +31,7 @@ LAYERS: list[set[str]] = [
     {"cluster"},  # control plane (driver)
     {"task"},  # data plane (executors)
     {"protocol", "storage"},
-    {"kafka", "plugins", "plugin_path", "logs", "log_levels", "tempdirs"},
+    {"kafka", "plugins", "plugin_path", "logs", "log_levels", "tempdirs", "build_info"},
     {"config"},  # parses and validates; calls security/ for every file or secret it needs
     # Per-record plugins, importable on executors. Converters sit above security/:
     # the Schema Registry converters read their TLS stores through it.

@@ -131,7 +131,9 @@ class SourceConnector(ABC):
 
         Called on a fresh instance (``start`` is not called) on the leader when
         someone alters (``PATCH /connectors/<name>/offsets``) or resets
-        (``DELETE``) the offsets of this connector while it is STOPPED.
+        (``DELETE``) the offsets of this connector while it is STOPPED, or creates
+        it with ``initial_offsets`` (``POST /connectors``, KIP-995; refusing then
+        creates nothing).
         ``offsets`` lists ``(source partition, offset)`` pairs exactly as they will
         be written and as tasks will read them back; an offset of None removes the
         partition's offset (every pair of a reset has None).

@@ -27,7 +27,7 @@ from connect_runtime.errors import (
     ProducerFencedError,
 )
 from connect_runtime.protocol.states import TargetState
-from connect_runtime.storage.config_store import ConfigStore
+from connect_runtime.storage.config_store import ClusterConfigState, ConfigStore, DeclaredOwner
 
 # Its lines are the herder's lifecycle events (docs/operations.md).
 log = logging.getLogger(HERDER_LOGGER)
@@ -36,6 +36,14 @@ _INITIAL_STATES = {
     None: TargetState.STARTED, "RUNNING": TargetState.STARTED,
     "PAUSED": TargetState.PAUSED, "STOPPED": TargetState.STOPPED,
 }
+
+
+def _refuse_declared(snap: ClusterConfigState, name: str, what: str) -> None:
+    owner = snap.declared_by(name)
+    if owner is not None:
+        raise ConflictException(
+            f"Cannot {what} connector {name}: connector file {owner.file} declares it; "
+            f"change or remove that file instead")
 
 
 def config_changes(before: dict[str, str], after: dict[str, str]) -> str:
@@ -66,6 +74,9 @@ class ConfigWriter:
         self._is_member_leader = is_member_leader
         self._wake = wake
         self._lock = threading.Lock()  # one write at a time through the one producer
+        # Per connector name: from "is the name free?" to its config written.
+        self._create_locks: dict[str, threading.Lock] = {}
+        self._create_locks_guard = threading.Lock()
 
     def require_leader(self, what: str) -> None:
         if not self._is_leader():
@@ -111,22 +122,39 @@ class ConfigWriter:
             raise BadRequestException(format_validation_errors(infos))
 
     def create_connector(self, name: str, config: dict[str, str],
-                         initial_state: str | None = None) -> ConnectorInfo:
+                         initial_state: str | None = None,
+                         before_write: Callable[[dict[str, str]], None] | None = None,
+                         ) -> ConnectorInfo:
+        """Validate ``config`` and write it with its target state.
+
+        ``before_write(config)`` (writing initial offsets, KIP-995) runs once the
+        config is valid and before it is written, so no task of the connector can
+        start before it is done; what it raises is the answer, and the config is not
+        written. Creates of one name run one at a time: the name is checked free,
+        and stays so until the config is written.
+        """
         if initial_state not in _INITIAL_STATES:
             raise BadRequestException(f"Invalid initial_state {initial_state!r}; expected "
                                       "RUNNING, PAUSED or STOPPED")
         config = {**config, "name": name}
-        if name in self._reads.snapshot(refresh=True).connectors():
-            raise AlreadyExistsException(f"Connector {name} already exists")
-        self.require_leader(f"create connector {name}")
-        self._validate_or_raise(config)
-        target = _INITIAL_STATES[initial_state].value
-        self.write(f"create connector {name}",
-                   lambda: self._store.put_connector_config(name, config, target))
+        with self._create_lock(name):
+            if name in self._reads.snapshot(refresh=True).connectors():
+                raise AlreadyExistsException(f"Connector {name} already exists")
+            self.require_leader(f"create connector {name}")
+            self._validate_or_raise(config)
+            if before_write is not None:
+                before_write(dict(config))
+            target = _INITIAL_STATES[initial_state].value
+            self.write(f"create connector {name}",
+                       lambda: self._store.put_connector_config(name, config, target))
         log.info("connector %s created (%s, target state %s)", name,
                  config.get("connector.class"), target,
                  extra={"event": "connector_created", "connector": name})
         return ConnectorInfo(name, config, [])
+
+    def _create_lock(self, name: str) -> threading.Lock:
+        with self._create_locks_guard:
+            return self._create_locks.setdefault(name, threading.Lock())
 
     def put_connector_config(self, name: str,
                              config: dict[str, str]) -> tuple[bool, ConnectorInfo]:
@@ -135,6 +163,7 @@ class ConfigWriter:
         before = snap.connector_config(name)
         if before is None:
             return True, self.create_connector(name, config)
+        _refuse_declared(snap, name, "reconfigure")
         config = {**config, "name": name}
         self._validate_or_raise(config)
         self.write(f"update the config of connector {name}",
@@ -154,17 +183,40 @@ class ConfigWriter:
 
     def delete_connector(self, name: str) -> None:
         self.require_leader(f"delete connector {name}")
-        self._reads.require(self._reads.snapshot(refresh=True), name)
+        snap = self._reads.snapshot(refresh=True)
+        self._reads.require(snap, name)
+        _refuse_declared(snap, name, "delete")
         self.write(f"delete connector {name}",
                    lambda: self._store.remove_connector_config(name))
         log.info("connector %s deleted", name,
                  extra={"event": "connector_deleted", "connector": name})
 
-    def set_target(self, name: str, target: TargetState) -> None:
+    def set_target(self, name: str, target: TargetState, *, declared: bool = False) -> None:
+        """Write ``name``'s target state; ``declared``: the connector files' pass is
+        the writer, so a file's ``state`` does not refuse it."""
         self.require_leader(f"change the target state of connector {name}")
-        self._reads.require(self._reads.snapshot(refresh=True), name, "Unknown connector {}")
+        snap = self._reads.snapshot(refresh=True)
+        self._reads.require(snap, name, "Unknown connector {}")
+        owner = snap.declared_by(name)
+        if not declared and owner is not None and owner.state is not None:
+            raise ConflictException(
+                f"Connector {name} is declared by connector file {owner.file} with state "
+                f"{owner.state}; change the file's 'state' to change the connector's")
         self.write(f"set connector {name} to {target.value}",
                    lambda: self._store.put_target_state(name, target.value))
+
+    # ----------------------------------------- declared connectors (their files)
+
+    def put_declared(self, name: str, config: dict[str, str], target: TargetState | None,
+                     owner: DeclaredOwner) -> None:
+        """Create or rewrite a connector a file declares, owned by that file; the
+        caller validated ``config`` (see connect_runtime.cluster.declared_connectors)."""
+        self.write(f"apply connector file {owner.file}", lambda: self._store.put_connector_config(
+            name, config, None if target is None else target.value, declared_by=owner))
+
+    def delete_declared(self, name: str) -> None:
+        """Delete a connector whose file is gone."""
+        self.write(f"delete connector {name}", lambda: self._store.remove_connector_config(name))
 
     def set_cluster_logger_level(self, namespace: str, level: str) -> None:
         """Leader only, like every config-topic write here (followers forward it).

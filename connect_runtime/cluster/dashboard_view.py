@@ -10,8 +10,8 @@ What a worker knows decides what is None. Every worker reads the status topic,
 so every view has the state, worker and trace of every connector and task. Only
 the worker hosting the tasks (the leader) has their slots and metrics: on a
 follower, and for a task whose slot has not connected yet, ``host``, ``pid``,
-``attempt``, ``generation``, ``series`` and ``transaction_size`` are None and
-``offsets`` is empty.
+``attempt``, ``generation``, ``series``, ``transaction_size`` and ``stall`` are
+None and ``offsets`` is empty.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["CommittedOffset", "ConnectorView", "DashboardView", "TaskSeries", "TaskView",
-           "TransactionSizes"]
+__all__ = ["CommittedOffset", "ConnectorView", "DashboardView", "StallView", "TaskSeries",
+           "TaskView", "TransactionSizes"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +80,23 @@ class CommittedOffset:
 
 
 @dataclass(frozen=True, slots=True)
+class StallView:
+    """The task's ``call`` (``poll()`` or ``commit``) has not returned for ``stalled_s``
+    seconds when the view is made, past its ``task.stall.threshold.ms``
+    (``threshold_ms``); it began at ``since_ms`` (the executor's wall clock, ms since
+    the epoch). The stack is in the task's ``trace``."""
+
+    call: str
+    stalled_s: float
+    since_ms: int
+    threshold_ms: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"call": self.call, "stalled_s": self.stalled_s, "since_ms": self.since_ms,
+                "threshold_ms": self.threshold_ms}
+
+
+@dataclass(frozen=True, slots=True)
 class TaskView:
     """One task: its status (any worker knows it) and its slot and metrics (only the
     worker hosting it knows them; see the module docstring).
@@ -87,7 +104,8 @@ class TaskView:
     ``state`` is a lifecycle state's name (UNASSIGNED when no status was written
     yet); ``worker_id`` and ``trace`` are those of its status, None without one.
     ``attempt`` is the Spark attempt running the slot, ``generation`` the task
-    configs' generation it runs.
+    configs' generation it runs. ``stall`` (the hosting worker's only) is a call
+    of the task loop stuck past ``task.stall.threshold.ms``.
     """
 
     id: int
@@ -101,16 +119,18 @@ class TaskView:
     series: TaskSeries | None = None
     transaction_size: TransactionSizes | None = None
     offsets: tuple[CommittedOffset, ...] = ()
+    stall: StallView | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """``series`` is ``{}`` when None and ``transaction_size`` null when None."""
+        """``series`` is ``{}`` when None; ``transaction_size`` and ``stall`` null when None."""
         return {"id": self.id, "state": self.state, "worker_id": self.worker_id,
                 "trace": self.trace, "host": self.host, "pid": self.pid,
                 "attempt": self.attempt, "generation": self.generation,
                 "series": {} if self.series is None else self.series.to_dict(),
                 "transaction_size": (None if self.transaction_size is None
                                      else self.transaction_size.to_dict()),
-                "offsets": [o.to_dict() for o in self.offsets]}
+                "offsets": [o.to_dict() for o in self.offsets],
+                "stall": None if self.stall is None else self.stall.to_dict()}
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from connect_runtime.api.record import SourcePartition
@@ -34,6 +34,11 @@ from connect_runtime.cluster.active_topics import ActiveTopicRecorder
 from connect_runtime.cluster.auto_restart import AutoRestarts
 from connect_runtime.cluster.config_writer import ConfigWriter
 from connect_runtime.cluster.dashboard_view import DashboardView
+from connect_runtime.cluster.declared_connectors import (
+    DeclaredConnectors,
+    DeclaredWrites,
+    files_source,
+)
 from connect_runtime.cluster.herder_api import (
     ActiveTopicsInfo,
     ConnectorInfo,
@@ -76,7 +81,9 @@ class DistributedHerder:
 
     def __init__(self, config: WorkerConfig, config_store: ConfigStore, status_store: StatusStore,
                  offset_store: OffsetStore, runner: SparkTaskRunner,
-                 kafka_cluster_id: str) -> None:
+                 kafka_cluster_id: str, connector_files: Sequence[str] = ()) -> None:
+        """``connector_files``: standalone mode's connector files (see
+        :mod:`~.declared_connectors`); without any, ``declared.connectors.dir``'s."""
         self.config = config
         self.config_store = config_store
         self.status_store = status_store
@@ -137,6 +144,21 @@ class DistributedHerder:
             is_leader, self._leadership.lock)
         self._fencer = _zombie_fencer(config, config_store, self.reads, self.writer)
         self._offsets = _offset_alteration(config, self.reads, offset_store, self._fencer)
+        self._declared = self._declared_connectors(connector_files, is_leader)
+
+    def _declared_connectors(self, paths: Sequence[str],
+                             is_leader: Callable[[], bool]) -> DeclaredConnectors | None:
+        source = files_source(self.config.get("declared.connectors.dir"), paths)
+        if source is None:
+            return None
+        writes = DeclaredWrites(
+            snapshot=lambda: self.reads.snapshot(refresh=True),
+            validate=lambda config: self.reads.validate_connector_config(None, config),
+            put=self.writer.put_declared,
+            set_target=lambda name, target: self.writer.set_target(name, target, declared=True),
+            delete=self.writer.delete_declared, is_leader=is_leader)
+        interval = int(self.config["declared.connectors.poll.interval.ms"]) / 1000
+        return DeclaredConnectors(source, writes, interval, self._stopping)
 
     # ------------------------------------------------------------ lifecycle
 
@@ -144,6 +166,8 @@ class DistributedHerder:
         self._reconciler.start()
         self.registry.start()
         self._active_topics.start()
+        if self._declared is not None:
+            self._declared.start()
 
     def stop(self) -> None:
         """Stop every task gracefully (final commits), then every connector instance.
@@ -172,6 +196,8 @@ class DistributedHerder:
     def become_leader(self) -> None:
         """Membership's callback: see :meth:`Leadership.take_over`."""
         self._leadership.take_over()
+        if self._declared is not None:
+            self._declared.wake()
 
     def step_down(self) -> None:
         """Membership's callback: see :meth:`Leadership.step_down`."""
@@ -260,8 +286,23 @@ class DistributedHerder:
     # ---------------------------------------------- writes (ConfigWriter)
 
     def create_connector(self, name: str, config: dict[str, str],
-                         initial_state: str | None = None) -> ConnectorInfo:
-        return self.writer.create_connector(name, config, initial_state)
+                         initial_state: str | None = None,
+                         initial_offsets: list[tuple[dict[str, Any], dict[str, Any] | None]]
+                         | None = None) -> ConnectorInfo:
+        """With ``initial_offsets``, :meth:`OffsetAlteration.initialize` writes them
+        once the config is valid and before it is written (KIP-995)."""
+        if not initial_offsets:
+            return self.writer.create_connector(name, config, initial_state)
+        offsets = list(initial_offsets)
+        return self.writer.create_connector(
+            name, config, initial_state,
+            before_write=lambda valid: self._write_initial_offsets(name, valid, offsets))
+
+    def _write_initial_offsets(self, name: str, config: dict[str, str],
+                               offsets: list[tuple[dict[str, Any], dict[str, Any] | None]],
+                               ) -> None:
+        self.writer.require_leader(f"write the initial offsets of connector {name}")
+        self._offsets.initialize(name, config, offsets)
 
     def put_connector_config(self, name: str,
                              config: dict[str, str]) -> tuple[bool, ConnectorInfo]:
@@ -319,6 +360,15 @@ class DistributedHerder:
         """KIP-618 "Zombie fencing by the leader", steps 3-9: see :class:`ZombieFencer`."""
         self.writer.require_leader(f"fence zombie tasks of {name}")
         self._fencer.fence(name)
+
+    # ------------------------------------------------- declared connectors
+
+    def declared_connectors(self) -> dict[str, Any]:
+        """Leader only: the last pass's report (see :mod:`~.declared_connectors`)."""
+        self.writer.require_leader("report on the declared connectors")
+        if self._declared is None:
+            return {"source": None, "last_pass_ms": None, "files": []}
+        return self._declared.report().to_dict()
 
     # ------------------------------------------- offsets alteration (KIP-875)
 

@@ -30,6 +30,7 @@ from typing import Any, Protocol
 from connect_runtime.cluster.dashboard_view import CommittedOffset as CommittedOffset
 from connect_runtime.cluster.dashboard_view import ConnectorView as ConnectorView
 from connect_runtime.cluster.dashboard_view import DashboardView as DashboardView
+from connect_runtime.cluster.dashboard_view import StallView as StallView
 from connect_runtime.cluster.dashboard_view import TaskSeries as TaskSeries
 from connect_runtime.cluster.dashboard_view import TaskView as TaskView
 from connect_runtime.cluster.dashboard_view import TransactionSizes as TransactionSizes
@@ -116,14 +117,19 @@ class ConnectorStateInfo:
     connector: StateInfo
     tasks: list[TaskStateInfo] = field(default_factory=list)
     type: str = "source"
+    declared_by: str | None = None
+    """The connector file that owns it (not a Connect key; absent when none does)."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "name": self.name,
             "connector": self.connector.to_dict(),
             "tasks": [t.to_dict() for t in self.tasks],
             "type": self.type,
         }
+        if self.declared_by is not None:
+            out["declared_by"] = self.declared_by
+        return out
 
 
 @dataclass(slots=True)
@@ -227,11 +233,18 @@ class Herder(Protocol):
     def task_configs(self, name: str) -> list[TaskInfo]: ...
 
     def create_connector(
-        self, name: str, config: dict[str, str], initial_state: str | None = None
+        self, name: str, config: dict[str, str], initial_state: str | None = None,
+        initial_offsets: list[tuple[dict[str, Any], dict[str, Any] | None]] | None = None,
     ) -> ConnectorInfo:
-        """Validate and create. Raises AlreadyExistsException, BadRequestException.
+        """Validate and create (leader only). Raises AlreadyExistsException,
+        BadRequestException.
 
-        ``initial_state`` is RUNNING (default), PAUSED or STOPPED.
+        ``initial_state`` is RUNNING (default), PAUSED or STOPPED. ``initial_offsets``
+        (KIP-995, beyond Connect 4.1) are ``(partition, offset)`` pairs as for
+        :meth:`alter_connector_offsets`: checked by the connector's ``alter_offsets``
+        once the config is valid, and written before the config, so the first task
+        starts from them. BadRequestException if the config is invalid or the
+        connector refuses them; nothing is written then.
         """
         ...
 
@@ -292,6 +305,12 @@ class Herder(Protocol):
 
     def fence_zombies(self, name: str) -> None:
         """Internal (leader only): fence the previous task generation of ``name``."""
+        ...
+
+    def declared_connectors(self) -> dict[str, Any]:
+        """Leader only: what the last pass over the connector files made of each
+        (``connect_runtime.cluster.declared_connectors``); ``{"source": null, ...}``
+        when this worker declares none."""
         ...
 
     # ------------------------------------------------- logger levels (KIP-495, KIP-976)

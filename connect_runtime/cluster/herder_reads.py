@@ -20,11 +20,13 @@ from collections.abc import Callable
 from typing import Any
 
 from connect_runtime import __version__
+from connect_runtime.build_info import build_commit
 from connect_runtime.cluster.auto_restart import AutoRestarts
 from connect_runtime.cluster.dashboard_view import (
     CommittedOffset,
     ConnectorView,
     DashboardView,
+    StallView,
     TaskView,
     TransactionSizes,
 )
@@ -84,6 +86,7 @@ class HerderReads:
         self._leader_url = leader_url
         self._hosted_count = hosted_count
         self._worker_id = config.worker_id
+        self._commit = build_commit()  # found once, here: GET / never runs git
 
     def snapshot(self, refresh: bool = False) -> ClusterConfigState:
         if refresh:
@@ -113,7 +116,7 @@ class HerderReads:
     # ----------------------------------------------------- Connect's routes
 
     def server_info(self) -> ServerInfo:
-        return ServerInfo(__version__, "unknown", self._kafka_cluster_id)
+        return ServerInfo(__version__, self._commit, self._kafka_cluster_id)
 
     def connectors(self) -> list[str]:
         return sorted(self.snapshot().connectors())
@@ -140,7 +143,9 @@ class HerderReads:
         connector = (StateInfo(status.state, status.worker_id, status.trace, status.version)
                      if status else StateInfo(State.UNASSIGNED.value, self._worker_id))
         tasks = [self._task_state(snap, name, i) for i in range(snap.task_count(name))]
-        return ConnectorStateInfo(name, connector, tasks)
+        owner = snap.declared_by(name)
+        return ConnectorStateInfo(name, connector, tasks,
+                                  declared_by=owner.file if owner is not None else None)
 
     def _task_state(self, snap: ClusterConfigState, name: str, task: int) -> TaskStateInfo:
         status = _seen(snap, self._status_store.task_status(name, task))
@@ -201,6 +206,7 @@ class HerderReads:
     def dashboard(self) -> DashboardView:
         """The /ui view (:class:`DashboardView`), from memory only."""
         slots = {(s.connector, s.task): s for s in self._registry.slots()}
+        stalled_s = self._registry.stalled_seconds()
         self._metrics.tasks.keep_only((s.connector, s.task, s.generation)
                                       for s in slots.values())
         histories = self._metrics.tasks.tasks()
@@ -223,6 +229,9 @@ class HerderReads:
                                           avg=latest.txn_size_avg),
                     offsets=() if latest is None else tuple(
                         CommittedOffset(o.partition, o.offset) for o in latest.offsets),
+                    stall=None if slot is None or slot.stall is None else StallView(
+                        call=slot.stall.call, stalled_s=stalled_s.get((name, task), 0.0),
+                        since_ms=slot.stall.since_ms, threshold_ms=slot.stall.threshold_ms),
                 ))
             connectors.append(ConnectorView(
                 name=name, type="source",
@@ -249,7 +258,8 @@ class HerderReads:
                            hosted_connectors=self._hosted_count(),
                            hosted_tasks=len(self._registry.slots()),
                            leader_url=self._leader_url(), is_leader=self._is_leader(),
-                           auto_restarts=self._auto_restarts.counts())
+                           auto_restarts=self._auto_restarts.counts(),
+                           stalled_s=self._registry.stalled_seconds())
 
 
 def _seen(snap: ClusterConfigState, status: StatusRecord | None) -> StatusRecord | None:

@@ -215,6 +215,9 @@ class ClusterView:
     is_leader: bool
     # (connector, task) -> (automatic restarts done, consecutive failed attempts)
     auto_restarts: Mapping[tuple[str, int], tuple[int, int]] = field(default_factory=dict)
+    # (connector, task) -> seconds its stuck call has not returned (0.0: not stuck),
+    # for each task this worker hosts
+    stalled_s: Mapping[tuple[str, int], float] = field(default_factory=dict)
 
 
 _TASK_STATES = ("RUNNING", "PAUSED", "FAILED", "UNASSIGNED", "RESTARTING")
@@ -330,6 +333,11 @@ class MetricsCollector:
                      "Consecutive failures of the task counted toward "
                      "errors.restart.max.attempts (0 after a stable run).", list(TASK_LABELS),
                      [([c, str(t), w], n) for (c, t), (_, n) in restarts])
+        yield _gauge("kafka_connect_worker_task_stalled_seconds",
+                     "Seconds the task's poll() or commit has not returned, once past "
+                     "task.stall.threshold.ms; 0 when not stuck. Tasks this worker hosts.",
+                     list(TASK_LABELS),
+                     [([c, str(t), w], s) for (c, t), s in sorted(view.stalled_s.items())])
         task_status = GaugeMetricFamily(
             "kafka_connect_connector_task_status", "1 for the task's state (Connect's "
             "connector-task-metrics status).", labels=[*TASK_LABELS, "status"])

@@ -25,6 +25,12 @@ leader, in Kafka Connect's order:
    tombstone never leaves the connector's topic empty over a stale global offset
    (KAFKA-15018).
 
+Creating a connector with ``initial_offsets`` (KIP-995, which Connect 4.1 does not
+have) goes through steps 3 and 4 too, in :meth:`OffsetAlteration.initialize`, for a
+connector whose config is valid but not written yet: the config writer writes it
+only after the offsets, so no task can start before they are there, and nothing
+is written if the connector refuses them.
+
 The answer says whether the connector acknowledged the change (Connect's messages).
 A reset writes a tombstone for every partition of the connector's current combined
 view; with none, it writes nothing and still succeeds, as Connect does.
@@ -111,12 +117,13 @@ class OffsetTopics:
         return [self.global_topic, self.connector_topic]
 
 
-def normalize(offsets: Sequence[tuple[Any, Any]]) -> OffsetPairs:
+def normalize(offsets: Sequence[tuple[Any, Any]], field: str = "offsets") -> OffsetPairs:
     """Validate and round-trip ``offsets`` through the offsets topic's JSON format.
 
-    Raises :class:`BadRequestException` naming the entry and the problem (a
-    partition that is not a flat dict of primitives, an offset that is neither
-    that nor None). Later duplicates of a partition win, as when written.
+    Raises :class:`BadRequestException` naming the entry of the request's ``field``
+    and the problem (a partition that is not a flat dict of primitives, an offset
+    that is neither that nor None). Later duplicates of a partition win, as when
+    written.
     """
     out: dict[bytes, tuple[SourcePartition, SourceOffset | None]] = {}
     for index, (partition, offset) in enumerate(offsets):
@@ -126,7 +133,7 @@ def normalize(offsets: Sequence[tuple[Any, Any]]) -> OffsetPairs:
             key = serialize_key("", partition)
             value = serialize_value(offset)
         except InvalidOffsetException as e:
-            raise BadRequestException(f"Invalid offsets[{index}]: {e}") from e
+            raise BadRequestException(f"Invalid {field}[{index}]: {e}") from e
         out[key] = (deserialize_key(key)[1], deserialize_value(value))
     return list(out.values())
 
@@ -180,6 +187,28 @@ class OffsetAlteration:
             name, lambda config: [(p, None) for p in self._current_partitions(name, config)],
             reset=True)
 
+    def initialize(self, name: str, config: dict[str, str],
+                   offsets: Sequence[tuple[Any, Any]]) -> bool:
+        """Write ``offsets`` for ``name``, a connector about to be created with
+        ``config`` (KIP-995, beyond Connect 4.1: ``initial_offsets`` of ``POST
+        /connectors``); returns whether the connector acknowledged them.
+
+        The caller has validated ``config`` and writes it only after this returns,
+        so no task of the connector runs yet, and none can start before the offsets
+        are there: there is nothing to fence. The offsets are checked as an alter
+        checks them (normalised, then the connector's ``alter_offsets``), and
+        written as an alter writes them (both topics; with exactly-once in one
+        transaction under task 0's ``transactional.id``). Raises
+        BadRequestException (invalid or refused, nothing written) or ConnectError
+        (Kafka failed: nothing or everything was written).
+        """
+        normalized = normalize(offsets, "initial_offsets")
+        acknowledged = self._consult(name, config, normalized, initial=True)
+        if normalized:
+            self._write_records(name, config, normalized, time.monotonic() + TIMEOUT_S)
+            log.info("Wrote %d initial source offset(s) of connector %s", len(normalized), name)
+        return acknowledged
+
     def _modify(self, name: str, offsets_of: Callable[[dict[str, str]], OffsetPairs],
                 reset: bool) -> str:
         self._check(name)
@@ -206,6 +235,14 @@ class OffsetAlteration:
             log.info("No offsets found for source connector %s; this can occur after a prior "
                      "reset or if it has not committed any offsets yet", name)
             return modified_message(acknowledged, reset)
+        topics = self._write_records(name, config, offsets, deadline)
+        log.info("%s %d source offset(s) of connector %s in %s", "Reset" if reset else "Altered",
+                 len(offsets), name, ", ".join(topics.all))
+        return modified_message(acknowledged, reset)
+
+    def _write_records(self, name: str, config: dict[str, str], offsets: OffsetPairs,
+                       deadline: float) -> OffsetTopics:
+        """Step 4: ``offsets`` into the connector's topics; returns them."""
         records = [(serialize_key(name, partition), serialize_value(offset))
                    for partition, offset in offsets]
         topics = self._topics(config)
@@ -216,31 +253,33 @@ class OffsetAlteration:
             self._write_transactionally(name, conf, topics, records, deadline)
         else:
             self._write_idempotently(name, conf, topics, records, deadline)
-        log.info("%s %d source offset(s) of connector %s in %s", "Reset" if reset else "Altered",
-                 len(records), name, ", ".join(topics.all))
-        return modified_message(acknowledged, reset)
+        return topics
 
-    def _consult(self, name: str, config: dict[str, str], offsets: OffsetPairs) -> bool:
-        """Ask the connector (step 3); any exception refuses the request."""
+    def _consult(self, name: str, config: dict[str, str], offsets: OffsetPairs,
+                 initial: bool = False) -> bool:
+        """Ask the connector (step 3); any exception refuses the request. ``initial``:
+        the offsets are a create's ``initial_offsets``, which the messages name."""
+        failed = (f"Invalid value for field 'initial_offsets': connector {name} cannot take "
+                  "initial offsets" if initial
+                  else f"Failed to modify offsets for connector {name}")
         try:
             connector = self._connector(config)
         except ConnectError as e:
-            raise BadRequestException(
-                f"Failed to modify offsets for connector {name}: cannot load its class: "
-                f"{e}") from e
+            raise BadRequestException(f"{failed}: cannot load its class: {e}") from e
         try:
             return bool(connector.alter_offsets(dict(config), [(dict(p), None if o is None
                                                                 else dict(o))
                                                                for p, o in offsets]))
         except NotImplementedError as e:
             raise BadRequestException(
-                f"Failed to modify offsets for connector {name} because it doesn't support "
-                "external modification of offsets") from e
+                f"{failed} because it doesn't support external modification of offsets"
+            ) from e
         except Exception as e:
-            log.info("Connector %s refused an offsets modification", name, exc_info=True)
+            log.info("Connector %s refused %s", name,
+                     "its initial offsets" if initial else "an offsets modification",
+                     exc_info=True)
             raise BadRequestException(
-                f"Failed to modify offsets for connector {name}: the connector refused them: "
-                f"{str(e) or type(e).__name__}") from e
+                f"{failed}: the connector refused them: {str(e) or type(e).__name__}") from e
 
     def _write_transactionally(self, name: str, conf: dict[str, Any], topics: OffsetTopics,
                                records: list[tuple[bytes, bytes | None]],

@@ -35,6 +35,7 @@ from connect_runtime.protocol.slot_channel import (
     SlotReport,
     SlotTopics,
     TaskMetricsSnapshot,
+    TaskStall,
 )
 from connect_runtime.protocol.states import State
 
@@ -78,6 +79,23 @@ class SlotView:
     opened_at: float = 0.0  # when the generation was submitted (registry clock)
     version: str | None = None  # the task's version() (KIP-891), for its status
     submission: str = ""  # the Spark job its slots belong to (TaskSpec.submission)
+    # A loop call stuck past task.stall.threshold.ms (RUNNING or PAUSED only), and
+    # when the registry heard of it (its clock): how long it is stuck, skew-free.
+    stall: TaskStall | None = None
+    stall_heard_at: float = 0.0
+
+    def stalled_s(self, now: float) -> float:
+        """How long its stuck call has not returned at ``now`` (registry clock); 0 if none."""
+        if self.stall is None:
+            return 0.0
+        return self.stall.stalled_ms / 1000 + max(0.0, now - self.stall_heard_at)
+
+    @property
+    def status_trace(self) -> str | None:
+        """The trace its status shows: the stall's while one is known, else the slot's."""
+        if self.stall is not None:
+            return self.stall.trace(f"{self.connector}-{self.task}")
+        return self.trace
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -120,6 +138,33 @@ def task_event_line(previous: State, slot: SlotView,
         return (logging.INFO, f"task {label} started{paused} on {where} (generation "
                 f"{slot.generation}, restart {slot.restart_seq})",
                 {"event": "task_started", **fields})
+    return None
+
+
+def stall_event_line(before: TaskStall | None, stuck_for_s: float,
+                     slot: SlotView) -> LogLine | None:
+    """``task_stalled`` when ``slot`` reports a stuck call it did not before (WARNING,
+    naming the innermost frame of the stack; the whole stack is in the status),
+    ``task_stall_cleared`` when the stuck call ``before`` (stuck ``stuck_for_s``
+    seconds by now) returned or its task left RUNNING (INFO); None otherwise."""
+    label = f"{slot.connector}-{slot.task}"
+    fields: dict[str, Any] = {
+        "connector": slot.connector, "task": slot.task, "generation": slot.generation,
+        "host": slot.host, "pid": slot.pid}
+    stall = slot.stall
+    if stall is not None and stall != before:
+        frames = [line.strip() for line in stall.stack.splitlines()
+                  if line.lstrip().startswith("File ")]
+        where = f"; innermost frame: {frames[-1]}" if frames else ""
+        return (logging.WARNING, f"task {label} is stuck: {stall.call} has not returned for "
+                f"{stall.stalled_ms // 1000} s (task.stall.threshold.ms={stall.threshold_ms})"
+                f"{where}; the task thread's stack is in the task's status trace",
+                {"event": "task_stalled", **fields, "call": stall.call})
+    if stall is None and before is not None:
+        return (logging.INFO, f"task {label} is no longer stuck: {before.call} returned "
+                f"(or the task left RUNNING) after about {stuck_for_s:.0f} s; state "
+                f"{slot.state.value}",
+                {"event": "task_stall_cleared", **fields, "call": before.call})
     return None
 
 
@@ -237,7 +282,7 @@ class SlotRegistry:
             slot.restart_seq += 1
             # The herder has written RESTARTING; whatever the slot reports next is news,
             # even the same FAILED trace as before.
-            slot.state, slot.trace = State.RESTARTING, None
+            slot.state, slot.trace, slot.stall = State.RESTARTING, None, None
             channel = self._channels.get((connector, task))
             pushes = [] if channel is None else [(channel.push, self._answer(slot))]
         self._send(pushes)
@@ -270,6 +315,12 @@ class SlotRegistry:
     def slots(self) -> list[SlotView]:
         with self._lock:
             return [SlotView(**s.__dict__) for s in self._slots.values()]
+
+    def stalled_seconds(self) -> dict[tuple[str, int], float]:
+        """How long each hosted task's stuck call has not returned, now (0.0: none)."""
+        now = self._clock()
+        with self._lock:
+            return {key: slot.stalled_s(now) for key, slot in self._slots.items()}
 
     # ------------------------------------------------------------ the channels
 
@@ -332,8 +383,12 @@ class SlotRegistry:
             # the RESTARTING the herder just recorded.
             stale = seen is not None and seen < slot.restart_seq
             slot.lost = False  # if it was: the same process speaks again, its state stands
-            if not stale and (report.state, report.trace) != (slot.state, slot.trace):
-                self._change(slot, report.state, report.trace)
+            # A stall means something only while the instance runs: a FAILED sent before
+            # the watchdog saw the call end must not carry it (nor log twice).
+            stall = report.stall if report.state in (State.RUNNING, State.PAUSED) else None
+            if not stale and (report.state, report.trace, stall) != (
+                    slot.state, slot.trace, slot.stall):
+                self._change(slot, report.state, report.trace, stall=stall)
         self._deliver()
 
     def topics(self, channel: SlotChannel, message: SlotTopics) -> None:
@@ -435,13 +490,19 @@ class SlotRegistry:
             lost_why=why)
 
     def _change(self, slot: SlotView, state: State, trace: str | None,
-                lost_why: str | None = None) -> None:
-        """Record a new state (under the lock) and queue it for ``on_state_change``,
-        with its lifecycle log line: where the slot ran is read here, under the
-        lock, not when the line is logged."""
-        previous, slot.state, slot.trace = slot.state, state, trace
-        self._events.append((slot.connector, slot.task, state, trace,
-                             task_event_line(previous, slot, lost_why)))
+                lost_why: str | None = None, stall: TaskStall | None = None) -> None:
+        """Record a new state and stall (under the lock) and queue it for
+        ``on_state_change`` with the trace its status shows (the stall's while there
+        is one) and its lifecycle log line: where the slot ran is read here, under
+        the lock, not when the line is logged."""
+        now = self._clock()
+        previous, before, stuck_for = slot.state, slot.stall, slot.stalled_s(now)
+        if stall != before:
+            slot.stall, slot.stall_heard_at = stall, now
+        slot.state, slot.trace = state, trace
+        line = task_event_line(previous, slot, lost_why) or stall_event_line(
+            before, stuck_for, slot)
+        self._events.append((slot.connector, slot.task, state, slot.status_trace, line))
 
     def _deliver(self) -> None:
         """Pass queued state changes on: to the events thread if it runs (callers

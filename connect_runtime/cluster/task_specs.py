@@ -62,6 +62,8 @@ class TaskSpecBuilder:
             eos_support=config.eos_support,
             offset_flush_interval_ms=int(config["offset.flush.interval.ms"]),
             offset_flush_timeout_ms=int(config["offset.flush.timeout.ms"]),
+            stall_threshold_ms=stall_threshold_ms(connector_config,
+                                                  int(config["task.stall.threshold.ms"])),
             producer_overrides=self.client_overrides("producer"),
             consumer_overrides=self.client_overrides("consumer"),
             admin_overrides=self.client_overrides("admin"),
@@ -79,6 +81,13 @@ class TaskSpecBuilder:
             worker_process=self.worker_process,
             submission=submission,
         )
+
+
+def stall_threshold_ms(connector_config: Mapping[str, str], worker_ms: int) -> int:
+    """The connector's ``task.stall.threshold.ms`` (validated when it was written), else
+    the worker's; a value a config provider supplies (not known here) counts as unset."""
+    value = connector_config.get("task.stall.threshold.ms", "").strip()
+    return int(value) if value.isdigit() and int(value) > 0 else worker_ms
 
 
 def this_process() -> WorkerProcess | None:

@@ -60,6 +60,7 @@ TRANSFORMS_CONFIG = "transforms"
 PREDICATES_CONFIG = "predicates"
 CONFIG_RELOAD_ACTION_CONFIG = "config.action.reload"
 ERRORS_RETRY_TIMEOUT_CONFIG = "errors.retry.timeout"
+TASK_STALL_THRESHOLD_CONFIG = "task.stall.threshold.ms"
 ERRORS_RETRY_MAX_DELAY_CONFIG = "errors.retry.delay.max.ms"
 ERRORS_TOLERANCE_CONFIG = "errors.tolerance"
 ERRORS_LOG_ENABLE_CONFIG = "errors.log.enable"
@@ -358,6 +359,14 @@ def _define_error_handling(d: ConfigDef) -> ConfigDef:
                 "afresh.",
                 group=g, order_in_group=10, width=Width.SHORT,
                 display_name="Stable Period Before Reset")
+        .define(TASK_STALL_THRESHOLD_CONFIG, Type.LONG, None, Range.at_least(1),
+                Importance.LOW,
+                "A task whose poll() or commit has not returned for this long in "
+                "milliseconds is reported stuck in its status trace until the call returns "
+                "(connect-runtime only; docs/operations.md). Unset uses the worker's "
+                "task.stall.threshold.ms.",
+                group=g, order_in_group=11, width=Width.SHORT,
+                display_name="Stall Threshold")
     )
 
 

@@ -118,6 +118,10 @@ WORKER_CONFIG_DEF = (
             "Ignored for exactly-once tasks (KIP-618); used when exactly-once is disabled.")
     .define("task.shutdown.graceful.timeout.ms", Type.LONG, 5000, Range.at_least(0),
             Importance.LOW, "How long a stopping task may take before it is cancelled.")
+    .define("task.stall.threshold.ms", Type.LONG, 300000, Range.at_least(1), Importance.LOW,
+            "A task whose poll() or commit has not returned for this long is reported stuck "
+            "(its status trace, /ui, /metrics and a log line name the call and the task "
+            "thread's stack) until the call returns; a connector may set its own.")
     .define("exactly.once.source.support", Type.STRING, EOS_ENABLED,
             ValidString.in_(EOS_DISABLED, EOS_PREPARING, EOS_ENABLED), Importance.HIGH,
             "KIP-618: disabled, preparing (leader transactional, tasks at-least-once) "
@@ -189,6 +193,14 @@ WORKER_CONFIG_DEF = (
             "Plugins are importable on the worker and shipped to the Spark executors (one "
             "zip each, SparkContext.addPyFile); ones with compiled extensions must be "
             "installed in the executors' environment instead.")
+    # Declared connectors (docs/operations.md#declared-connectors): not Kafka Connect keys.
+    .define("declared.connectors.dir", Type.STRING, None, None, Importance.MEDIUM,
+            "A directory of connector files (.properties or .json, one connector each, the "
+            "formats of connect-standalone) that the leader keeps the cluster's connectors "
+            "matching: it creates, reconfigures and deletes the connectors the files declare, "
+            "and leaves connectors created by REST alone. Empty: no declared connectors.")
+    .define("declared.connectors.poll.interval.ms", Type.LONG, 5000, Range.at_least(100),
+            Importance.LOW, "How often the leader re-reads declared.connectors.dir.")
     # KIP-558 active topics (GET /connectors/<name>/topics).
     .define("topic.tracking.enable", Type.BOOLEAN, True, None, Importance.LOW,
             "Enable tracking the set of active topics per connector during runtime.")
@@ -196,6 +208,37 @@ WORKER_CONFIG_DEF = (
             "If set to true, it allows user requests to reset the set of active topics per "
             "connector.")
 )
+
+
+STANDALONE_DEFAULTS = {
+    "group.id": "connect-standalone",
+    "config.storage.topic": "connect-standalone-configs",
+    "offset.storage.topic": "connect-standalone-offsets",
+    "status.storage.topic": "connect-standalone-status",
+    # A standalone worker usually meets a development broker: its default.
+    "config.storage.replication.factor": "-1",
+    "offset.storage.replication.factor": "-1",
+    "status.storage.replication.factor": "-1",
+}
+"""What ``connect-runtime standalone`` fills in for keys its worker file leaves out:
+connect-standalone's files have none of them. Offsets, configs and statuses live
+in Kafka topics all the same, so that offsets commit in the records' transaction."""
+
+_STANDALONE_FILE_KEY = "offset.storage.file.filename"
+
+
+def standalone_props(props: Mapping[str, str]) -> dict[str, str]:
+    """A connect-standalone worker file, made a worker config: defaults for what it
+    leaves out (:data:`STANDALONE_DEFAULTS`), and its offsets file dropped, loudly.
+    Two standalone workers on one Kafka cluster need distinct ``group.id`` s (and
+    topics), or they form one cluster."""
+    out = {**STANDALONE_DEFAULTS, **props}
+    if out.pop(_STANDALONE_FILE_KEY, None) is not None:
+        log.warning("Ignoring worker config %s: offsets go to offset.storage.topic (%s), in "
+                    "the same Kafka transaction as the records they describe; a file could "
+                    "not commit atomically with them", _STANDALONE_FILE_KEY,
+                    out["offset.storage.topic"])
+    return out
 
 
 CONVERTER_KEYS = ("key.converter", "value.converter", "header.converter")
@@ -247,7 +290,8 @@ class WorkerConfig:
 
     @classmethod
     def from_files(cls, paths: Sequence[str],
-                   environ: Mapping[str, str] | None = None) -> WorkerConfig:
+                   environ: Mapping[str, str] | None = None, *,
+                   standalone: bool = False) -> WorkerConfig:
         """Load ``paths`` in order (a later file's keys override an earlier one's),
         then apply ``CONNECT_*`` environment overrides.
 
@@ -259,7 +303,7 @@ class WorkerConfig:
             props.update(load_properties_file(path))
         if environ is not None:
             props.update(env_overrides(environ))
-        return cls(props)
+        return cls(standalone_props(props) if standalone else props)
 
     def __getitem__(self, key: str) -> Any:
         return self.values[key]

@@ -51,6 +51,7 @@ from __future__ import annotations
 import base64
 import binascii
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, TypeVar
 from urllib.parse import quote
@@ -82,6 +83,7 @@ __all__ = [
     "SlotMetrics",
     "SlotReport",
     "SlotTopics",
+    "TaskStall",
     "channel_url",
     "close_code",
     "parse_slot_message",
@@ -219,19 +221,67 @@ class SlotHello:
 
 
 @dataclass(frozen=True, slots=True)
+class TaskStall:
+    """A call of the task loop that has not returned for ``task.stall.threshold.ms``
+    (``connect_runtime.task.stall_watch``): which call, how long, and the task
+    thread's stack when the slot looked.
+
+    ``call`` is ``"poll()"`` or ``"commit"`` (the commit path: a transaction's
+    steps 3-6, or an offset flush and ``commit()``); ``stalled_ms`` is how long it
+    had not returned when the slot sent this; ``since_ms`` is when it began (the
+    executor's wall clock, ms since the epoch: for people, not for arithmetic);
+    ``stack`` is ``traceback.format_list`` text, innermost call last.
+    """
+
+    call: str
+    stalled_ms: int
+    since_ms: int
+    threshold_ms: int
+    stack: str
+
+    def to_object(self) -> dict[str, Any]:
+        return {"call": self.call, "stalled_ms": self.stalled_ms, "since_ms": self.since_ms,
+                "threshold_ms": self.threshold_ms, "stack": self.stack}
+
+    @classmethod
+    def from_object(cls, m: Any, what: str = "slot report") -> TaskStall:
+        if not isinstance(m, dict):
+            raise InvalidSlotMessage(f"Invalid {what}: field 'stall' must be null or object")
+        return cls(call=_field(m, what, "call", str),
+                   stalled_ms=_field(m, what, "stalled_ms", int),
+                   since_ms=_field(m, what, "since_ms", int),
+                   threshold_ms=_field(m, what, "threshold_ms", int),
+                   stack=_field(m, what, "stack", str))
+
+    def trace(self, label: str) -> str:
+        """The status trace of task ``label`` (``orders-0``) while the call is stuck."""
+        since = datetime.fromtimestamp(self.since_ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        return (f"Task {label} is stuck: {self.call} has not returned for "
+                f"{self.stalled_ms // 1000} s (since {since}; task.stall.threshold.ms="
+                f"{self.threshold_ms}). Its state does not change; this trace clears when the "
+                "call returns. Stack of the task thread "
+                f"(most recent call last):\n{self.stack}")
+
+
+@dataclass(frozen=True, slots=True)
 class SlotReport:
     """A slot's state as it reports it. ``restart_seq`` is the last restart counter
     the slot heard (None before the first answer): a report older than a restart
-    describes the instance being restarted and must not overwrite RESTARTING."""
+    describes the instance being restarted and must not overwrite RESTARTING.
+    ``stall`` (None: none) is a loop call stuck past ``task.stall.threshold.ms``;
+    the worker shows it in the status of a RUNNING or PAUSED task only. A worker
+    of an older version ignores it (unknown fields are)."""
 
     state: State
     trace: str | None
     restart_seq: int | None
     fenced: bool  # the slot's producer was fenced by another with its transactional.id
+    stall: TaskStall | None = None
 
     def to_json(self) -> bytes:
         return orjson.dumps({"state": self.state.value, "trace": self.trace,
-                             "restart_seq": self.restart_seq, "fenced": self.fenced})
+                             "restart_seq": self.restart_seq, "fenced": self.fenced,
+                             "stall": None if self.stall is None else self.stall.to_object()})
 
     @classmethod
     def from_json(cls, body: bytes) -> SlotReport:
@@ -245,7 +295,9 @@ class SlotReport:
         return cls(state=_choice(m, what, "state", State),
                    trace=_field(m, what, "trace", str, optional=True),
                    restart_seq=_field(m, what, "restart_seq", int, optional=True),
-                   fenced=_field(m, what, "fenced", bool))
+                   fenced=_field(m, what, "fenced", bool),
+                   stall=None if m.get("stall") is None
+                   else TaskStall.from_object(m["stall"], what))
 
 
 @dataclass(frozen=True, slots=True)

@@ -68,6 +68,9 @@ class TaskSpec:
     offset_flush_interval_ms: int
     # At-least-once tasks only: how long one offset flush may take.
     offset_flush_timeout_ms: int = 5000
+    # task.stall.threshold.ms (the connector's, else the worker's): a poll() or
+    # commit in progress this long is reported stuck (task/stall_watch.py).
+    stall_threshold_ms: int = 300000
     # Client settings on top of bootstrap_servers, the worker's security keys
     # included: they may hold credentials (sasl.password), so no repr shows them.
     producer_overrides: dict[str, str] = field(default_factory=dict, repr=False)

@@ -10,6 +10,7 @@ Records (one partition, compacted, read with read_committed)::
     session-key           {"key":<base64>,"algorithm":"HmacSHA256","creation-timestamp":<ms>}
     logger-cluster-<ns>   {"level":"DEBUG"}                        KIP-976, see on_logger_level
     leader                {"url":...,"worker_id":...}              not Connect's, see LEADER_KEY
+    declared-connector-<n> {"file":...,"state":...}               not Connect's, see DECLARED_PREFIX
 
 Semantics (Kafka Connect's ``KafkaConfigBackingStore``):
 
@@ -75,6 +76,12 @@ SESSION_KEY_KEY = "session-key"
 # metadata, which librdkafka does not expose): the elected leader writes its REST
 # URL here with its fenced transactional producer, so a zombie cannot overwrite it.
 LEADER_KEY = "leader"
+# Not a Kafka Connect key: which connector file (standalone's command line or
+# declared.connectors.dir) owns a connector. Written in the same transaction as the
+# connector's config, so a new leader knows what a removed file owned and deletes
+# it; connectors without one (created by REST) are never touched by the files.
+# A Java worker reading the topic logs and skips it, as it does ``leader``.
+DECLARED_PREFIX = "declared-connector-"
 # KIP-976: a logger level every worker applies when it reads the record.
 LOGGER_CLUSTER_PREFIX = "logger-cluster-"
 # Written by Kafka Connect (KIP-745 restarts); not modelled here.
@@ -133,6 +140,15 @@ class SessionKey:
 # --------------------------------------------------------------------------- snapshot
 
 
+@dataclass(frozen=True, slots=True)
+class DeclaredOwner:
+    """The connector file that owns a connector, and the target state it declares
+    (None: the file leaves the state to REST)."""
+
+    file: str
+    state: str | None = None
+
+
 @dataclass(frozen=True)
 class ClusterConfigState:
     """An immutable view of the config topic up to ``offset`` (the next offset to read).
@@ -153,6 +169,7 @@ class ClusterConfigState:
     _generations: Mapping[str, int] = field(default_factory=dict)
     _pending_fencing: frozenset[str] = frozenset()
     _inconsistent: frozenset[str] = frozenset()
+    _declared: Mapping[str, DeclaredOwner] = field(default_factory=dict)
 
     def connectors(self) -> list[str]:
         return sorted(self._connector_configs)
@@ -191,6 +208,14 @@ class ClusterConfigState:
         """True if the latest commit record found an incomplete set of task configs."""
         return name in self._inconsistent
 
+    def declared_by(self, name: str) -> DeclaredOwner | None:
+        """The connector file that owns ``name`` (see ``DECLARED_PREFIX``), or None."""
+        return self._declared.get(name) if name in self._connector_configs else None
+
+    def declared(self) -> dict[str, DeclaredOwner]:
+        """Connector name -> owning file, for every existing connector a file owns."""
+        return {n: o for n, o in self._declared.items() if n in self._connector_configs}
+
 
 @dataclass
 class _MutableState:
@@ -209,6 +234,7 @@ class _MutableState:
     generations: dict[str, int] = field(default_factory=dict)
     pending_fencing: set[str] = field(default_factory=set)
     inconsistent: set[str] = field(default_factory=set)
+    declared: dict[str, DeclaredOwner] = field(default_factory=dict)
 
     def freeze(self) -> ClusterConfigState:
         return ClusterConfigState(
@@ -224,6 +250,7 @@ class _MutableState:
             _generations=dict(self.generations),
             _pending_fencing=frozenset(self.pending_fencing),
             _inconsistent=frozenset(self.inconsistent),
+            _declared=dict(self.declared),
         )
 
     def remove_connector(self, name: str) -> None:
@@ -231,6 +258,9 @@ class _MutableState:
         self.task_configs.pop(name, None)
         self.deferred.pop(name, None)
         self.inconsistent.discard(name)
+        # Whoever deleted it (a Java worker too), a later connector of that name
+        # is not the file's unless a new ownership record says so.
+        self.declared.pop(name, None)
 
 
 # --------------------------------------------------------------------------- listener
@@ -333,6 +363,8 @@ class _RecordProcessor:
             return self._session_key(value)
         if key.startswith(LOGGER_CLUSTER_PREFIX):
             return self._logger_level(key[len(LOGGER_CLUSTER_PREFIX):], value)
+        if key.startswith(DECLARED_PREFIX):
+            return self._declared(key[len(DECLARED_PREFIX):], value)
         if key == LEADER_KEY:
             data = _load_dict("leader record", value) if value else None
             url = data.get("url") if data else None
@@ -443,6 +475,17 @@ class _RecordProcessor:
             return None
         self.state.session_key = SessionKey(raw, algorithm, creation)
         return lambda listener: listener.on_session_key_update()
+
+    def _declared(self, name: str, value: bytes | None) -> Notification | None:
+        data = _load_dict(f"declared connector {name}", value) if value else None
+        file = data.get("file") if data else None
+        state = data.get("state") if data else None
+        if isinstance(file, str):
+            self.state.declared[name] = DeclaredOwner(
+                file, state if state in ("RUNNING", "PAUSED", "STOPPED") else None)
+        else:
+            self.state.declared.pop(name, None)
+        return None
 
     def _logger_level(self, namespace: str, value: bytes | None) -> Notification | None:
         # No state: a logger level is an event, applied by whoever hears it.
@@ -607,20 +650,30 @@ class ConfigStore:
     # ----- writes
 
     def put_connector_config(self, name: str, props: Mapping[str, Any],
-                             target_state: str | None = None, timeout: float = 30.0) -> None:
-        """Write the connector's config and, if given, its target state, in one transaction.
+                             target_state: str | None = None, timeout: float = 30.0, *,
+                             declared_by: DeclaredOwner | None = None) -> None:
+        """Write the connector's config and, if given, its target state and the file
+        that declares it, in one transaction.
 
-        The target state goes first so the connector is never seen without it.
+        The target state and the owner go first so the connector is never seen
+        without them.
         """
         records = [] if target_state is None else [
             (TARGET_STATE_PREFIX + name, target_state_record(target_state))]
+        if declared_by is not None:
+            records.append((DECLARED_PREFIX + name, _json(
+                {"file": declared_by.file, "state": declared_by.state})))
         records.append((CONNECTOR_PREFIX + name, connector_record(props)))
         self._write(records, timeout)
 
     def remove_connector_config(self, name: str, timeout: float = 30.0) -> None:
-        """Tombstone the connector's config and target state."""
-        self._write([(CONNECTOR_PREFIX + name, None), (TARGET_STATE_PREFIX + name, None)],
-                    timeout)
+        """Tombstone the connector's config and target state (and its owning file's
+        record, when a file declared it)."""
+        records: list[tuple[str, bytes | None]] = [
+            (CONNECTOR_PREFIX + name, None), (TARGET_STATE_PREFIX + name, None)]
+        if name in self.snapshot().declared():
+            records.append((DECLARED_PREFIX + name, None))
+        self._write(records, timeout)
 
     def put_task_configs(self, name: str, configs: Sequence[Mapping[str, Any]],
                          timeout: float = 30.0) -> None:

@@ -72,6 +72,7 @@ from connect_runtime.protocol.task_spec import TaskMode
 from connect_runtime.storage.offsets.format import serialize_value
 from connect_runtime.task.batches import dispatch, expand
 from connect_runtime.task.loop import LoopDeps, Outcome, TaskLoop
+from connect_runtime.task.stall_watch import COMMIT
 from connect_runtime.task.submitted_records import SubmittedRecords
 
 if TYPE_CHECKING:
@@ -260,6 +261,14 @@ class AtLeastOnceTaskLoop(TaskLoop):
 
     def _flush(self) -> bool:
         """Steps 2-7. False (after a warning) if the offsets were not all written."""
+        calls = self.call_watch
+        calls.current = (COMMIT, time.perf_counter())  # the stall watchdog's view
+        try:
+            return self._flush_steps()
+        finally:
+            calls.current = None
+
+    def _flush_steps(self) -> bool:
         started = time.monotonic()
         self._next_flush = started + self.offset_flush_interval_s
         if not self._write_offsets(started + self.offset_flush_timeout_s):

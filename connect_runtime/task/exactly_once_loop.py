@@ -66,6 +66,7 @@ from connect_runtime.storage.offsets.format import (
 from connect_runtime.task.batches import dispatch, expand, offset_carrier, record_count
 from connect_runtime.task.boundaries import BoundaryPolicy, Decision
 from connect_runtime.task.loop import LoopDeps, Outcome, TaskLoop
+from connect_runtime.task.stall_watch import COMMIT
 
 if TYPE_CHECKING:
     from connect_runtime.api.record import RecordMetadata, SourceRecord
@@ -365,6 +366,15 @@ class ExactlyOnceTaskLoop(TaskLoop):
             self._abort()
         if not self._in_txn and not self._pending_offsets:
             return
+        calls = self.call_watch
+        calls.current = (COMMIT, time.perf_counter())  # the stall watchdog's view
+        try:
+            self._commit_steps()
+        finally:
+            calls.current = None
+
+    def _commit_steps(self) -> None:
+        """Steps 3-6 of the open transaction (begun here if only offsets are pending)."""
         if not self._in_txn:
             self._begin()  # an offsets-only transaction, after an abort
         began = time.monotonic()

@@ -51,6 +51,7 @@ from connect_runtime.api.task import SourceTask
 from connect_runtime.protocol.task_spec import TaskMode
 from connect_runtime.task.active_topics import ActiveTopicReporter
 from connect_runtime.task.record_sender import RecordSender
+from connect_runtime.task.stall_watch import POLL, CallWatch
 
 if TYPE_CHECKING:
     from confluent_kafka import Producer
@@ -114,6 +115,9 @@ class LoopDeps:
     :mod:`~connect_runtime.task.active_topics`); it must not block.
     ``metrics`` (None: not measured) is the slot's
     :class:`~connect_runtime.task.metrics.TaskMetrics`, updated per poll and commit.
+    ``call_watch`` (None: a watch nobody reads) is where the loop says which call it is
+    in, ``poll()`` or the commit, for the slot's stall watchdog
+    (:mod:`~connect_runtime.task.stall_watch`).
     """
 
     label: str
@@ -133,6 +137,7 @@ class LoopDeps:
     transforms: TransformationChain | None = None
     errors: ErrorHandler | None = None
     metrics: TaskMetrics | None = None
+    call_watch: CallWatch | None = None
 
 
 class TaskLoop(ABC):
@@ -156,6 +161,7 @@ class TaskLoop(ABC):
         self.offset_mirror = deps.offset_mirror
         self.on_paused = deps.on_paused
         self.metrics = deps.metrics
+        self.call_watch = deps.call_watch if deps.call_watch is not None else CallWatch()
         self._sender = RecordSender(
             label=deps.label, producer=deps.producer, forbidden_topics=deps.forbidden_topics,
             key_converter=deps.key_converter, value_converter=deps.value_converter,
@@ -181,13 +187,18 @@ class TaskLoop(ABC):
         commits and when. Returns STOPPED, REWOUND (no final commit: the hooks
         already aborted what was open), or what ``_on_failure`` decides."""
         signals, metrics, clock = self.signals, self.metrics, time.perf_counter
+        calls = self.call_watch
         try:
             while not signals.stop:
                 if signals.paused:
                     self._pause()
                     continue
                 started = clock()
-                polled = self.task.poll()
+                calls.current = (POLL, started)  # the stall watchdog's view (stall_watch)
+                try:
+                    polled = self.task.poll()
+                finally:
+                    calls.current = None
                 size = 0
                 if polled:
                     took = clock() - started

@@ -24,6 +24,9 @@ A slot runs task instances one after another until the driver says stop:
   ``transaction.timeout.ms``) has the task instance replaced in place
   (:func:`run_task`): stopped, and a new one started that reads the last
   committed offsets. The status stays RUNNING; the producer stays.
+* A ``poll()`` or commit that has not returned for ``task.stall.threshold.ms``
+  is reported with the loop thread's stack, and cleared when it returns
+  (:mod:`~connect_runtime.task.stall_watch`; one watchdog thread per slot).
 
 Logging: the Spark Python worker running a slot logs to its stderr in the
 worker's format (``TaskSpec.log_format``), every line in the task's context
@@ -41,6 +44,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import threading
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, assert_never
 
@@ -56,6 +60,7 @@ from connect_runtime.task.exactly_once_loop import ExactlyOnceTaskLoop
 from connect_runtime.task.loop import LoopDeps, LoopSignals, Outcome, TaskLoop
 from connect_runtime.task.metrics import TaskMetrics
 from connect_runtime.task.slot_control import SlotControl
+from connect_runtime.task.stall_watch import CallWatch, StallWatchdog
 from connect_runtime.task.startup import start_task
 from connect_runtime.task.worker_watch import die_with_worker
 
@@ -72,9 +77,11 @@ def _trace(exc: BaseException, spec: TaskSpec, redactor: Redactor) -> str:
     return f"Task {spec.task_label} (connector {spec.connector}) failed:\n{text}"
 
 
-def _run_instance(spec: TaskSpec, control: SlotControl, redactor: Redactor) -> Outcome | None:
+def _run_instance(spec: TaskSpec, control: SlotControl, redactor: Redactor,
+                  calls: CallWatch) -> Outcome | None:
     """One task instance: startup, loop, cleanup. None means startup was abandoned.
-    ``redactor`` learns the instance's secrets at startup (step 0)."""
+    ``redactor`` learns the instance's secrets at startup (step 0); the loop says
+    in ``calls`` which call it is in (the slot's stall watchdog reads it)."""
     signals = LoopSignals()
     control.running_restart_seq = control.restart_seq
     control.attach(signals, None)
@@ -115,7 +122,7 @@ def _run_instance(spec: TaskSpec, control: SlotControl, redactor: Redactor) -> O
             errors=started.errors,
             on_paused=lambda p: control.report(State.PAUSED if p else State.RUNNING),
             on_topics=control.report_topics if spec.topic_tracking else None,
-            metrics=metrics,
+            metrics=metrics, call_watch=calls,
         )
         stops_its_tasks = True
         return run_task(started, deps, lambda task: control.attach(signals, task),
@@ -208,6 +215,10 @@ def run_slot(spec: TaskSpec, attempt: int) -> str:
     die_with_worker(spec.worker_process)
     control = SlotControl(spec, attempt)
     control.metrics = TaskMetrics(spec.mode.value)
+    # The loop runs on this thread: the watchdog takes this thread's stack.
+    calls = CallWatch()
+    watchdog = StallWatchdog(calls, threading.get_ident(), spec.stall_threshold_ms,
+                             control.report_stall).start()
     try:
         control.wait_for_answer()
         if attempt > 0 and not control.restart_pending:
@@ -222,8 +233,9 @@ def run_slot(spec: TaskSpec, attempt: int) -> str:
             _restarting(control)
         while control.command is not Command.STOP:
             redactor = Redactor()
+            watchdog.scrub = redactor.scrub  # stacks hide this instance's secrets too
             try:
-                outcome = _run_instance(spec, control, redactor)
+                outcome = _run_instance(spec, control, redactor, calls)
             except Exception as e:
                 control.report(State.FAILED, _trace(e, spec, redactor))
                 control.wait_for_change(control.running_restart_seq)
@@ -247,6 +259,7 @@ def run_slot(spec: TaskSpec, attempt: int) -> str:
         control.report(State.UNASSIGNED)
         return "stopped"
     finally:
+        watchdog.close()
         control.close()
 
 

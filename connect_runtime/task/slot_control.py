@@ -44,6 +44,7 @@ from connect_runtime.protocol.slot_channel import (
     SlotReport,
     SlotTopics,
     TaskMetricsSnapshot,
+    TaskStall,
     channel_url,
 )
 from connect_runtime.protocol.states import State, check_transition
@@ -85,6 +86,9 @@ class SlotControl:
         self.state = State.UNASSIGNED
         self.trace: str | None = None
         self.fenced = False
+        # A loop call stuck past task.stall.threshold.ms; set by the stall watchdog's
+        # thread (report_stall), guarded by _state_lock like state and trace.
+        self.stall: TaskStall | None = None
         self.command = Command.RUN
         self.restart_seq: int | None = None
         # The first answer says whether a restart already waits for this process.
@@ -123,6 +127,13 @@ class SlotControl:
         """
         with self._state_lock:
             self.state, self.trace = check_transition(self.state, state), trace
+        self._report_now.set()
+
+    # Called from the stall watchdog's thread (task.stall_watch); never blocks.
+    def report_stall(self, stall: TaskStall | None) -> None:
+        """Send ``stall`` (None: the stuck call returned) with the slot's state, now."""
+        with self._state_lock:
+            self.stall = stall
         self._report_now.set()
 
     # Called from the task loop's thread (LoopDeps.on_topics); never blocks on the network.
@@ -199,7 +210,7 @@ class SlotControl:
             log.debug("task %s: channel to %s failed: %r", self.spec.task_label, self.url, e)
 
     def _send_until_closed(self, ws: ClientConnection) -> None:
-        sent: tuple[State, str | None, bool] | None = None
+        sent: tuple[State, str | None, bool, TaskStall | None] | None = None
         self._metrics_sent = None  # a new connection hears the metrics anew
         # Metrics go out on their own clock: a task producing steadily reports its
         # topics every few seconds too, and those wake-ups must not starve them.
@@ -208,7 +219,7 @@ class SlotControl:
             while True:
                 closing = self._closed.is_set()
                 with self._state_lock:
-                    current = (self.state, self.trace, self.fenced)
+                    current = (self.state, self.trace, self.fenced, self.stall)
                     restart_seq = self.restart_seq
                     topics, self._topics = self._topics, set()
                 spoke = bool(topics) or current != sent
@@ -216,7 +227,8 @@ class SlotControl:
                     self._send_topics(ws, topics)
                 if current != sent:
                     ws.send(SlotReport(state=current[0], trace=current[1],
-                                       restart_seq=restart_seq, fenced=current[2]).to_json())
+                                       restart_seq=restart_seq, fenced=current[2],
+                                       stall=current[3]).to_json())
                     sent = current
                 if closing:
                     return

@@ -19,6 +19,8 @@
 #      wheel is also kept apart, by version;
 #   3. the project's wheel, built from a copy of the work tree (tracked and
 #      untracked files, minus ignored ones), so nothing is written into the clone;
+#      the copy gets connect_runtime/build_commit.txt, the clone's HEAD (or COMMIT
+#      if set), which GET / reports as "commit";
 #   4. docker build of deploy/docker/Dockerfile in a context under the cache.
 #
 # PYTHON (default .venv/bin/python, made by deploy/setup.sh) builds the wheels;
@@ -114,6 +116,17 @@ else
   tar -C "$repo" --exclude=.git --exclude=.venv --exclude='*.egg-info' --exclude=build \
       --exclude=__pycache__ -cf - . | tar -xf - -C "$src"
 fi
+# The commit the image is built from, for GET /'s "commit" (connect_runtime/build_info.py):
+# HEAD of the clone, or COMMIT when the sources are not a git clone.
+commit="${COMMIT:-}"
+if [ -z "$commit" ] && [ -e "$repo/.git" ]; then
+  commit="$(git -C "$repo" rev-parse --verify HEAD 2>/dev/null || true)"
+fi
+if [ -n "$commit" ]; then
+  printf '%s\n' "$commit" >"$src/connect_runtime/build_commit.txt"
+else
+  log "not a git clone and no COMMIT given: GET / will report commit \"unknown\""
+fi
 rm -rf "$ctx/wheels/project"
 # No build isolation: setuptools and wheel come from .venv (the dev extra), so
 # this step needs no index. SOURCE_DATE_EPOCH fixes the timestamps inside the
@@ -130,6 +143,7 @@ printf '%s\n' '**/*.tmp' requirements.txt >"$ctx/.dockerignore"
 docker buildx version >/dev/null 2>&1 || export DOCKER_BUILDKIT=0
 log "docker build $image FROM $base"
 docker build --network host --build-arg "BASE_IMAGE=$base" --build-arg "VERSION=$version" \
+  --build-arg "REVISION=${commit:-unknown}" \
   -t "$image" "$ctx" >&2
 log "built $image in ${SECONDS}s"
 echo "$image"

@@ -22,6 +22,7 @@ from connect_runtime.rest.routes.media import unsupported_media_type
 
 __all__ = [
     "CONFIG_MAP_SCHEMA",
+    "CONNECTOR_CONFIG_SCHEMA",
     "config_map",
     "config_patch",
     "openapi_body",
@@ -32,6 +33,16 @@ __all__ = [
 ]
 
 CONFIG_MAP_SCHEMA: dict[str, Any] = {"type": "object", "additionalProperties": {"type": "string"}}
+CONNECTOR_CONFIG_SCHEMA: dict[str, Any] = {
+    **CONFIG_MAP_SCHEMA,
+    "required": ["connector.class"],
+    "properties": {"connector.class": {"type": "string", "minLength": 1}},
+    "description": "A connector's configuration: every key the connector and the framework "
+                   "define, as strings. Without connector.class it is refused (400), as in "
+                   "Kafka Connect; whether the rest is valid is the plugin's to say "
+                   "(PUT /connector-plugins/{plugin}/config/validate).",
+}
+"""The config of a connector a request creates or replaces."""
 
 
 def openapi_body(schema: dict[str, Any]) -> dict[str, Any]:

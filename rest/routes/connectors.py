@@ -5,6 +5,9 @@ Shapes and codes follow Kafka Connect's ``ConnectorsResource``:
 * ``GET /connectors`` -> names; with any ``expand`` parameter, ``{name: {...}}`` holding
   only the requested ``status`` / ``info`` keys (unknown expansions are ignored).
 * ``POST /connectors`` -> 201, ``Location: /connectors/<name>``, ConnectorInfo.
+  Beyond Connect 4.1 (KIP-995), ``initial_offsets``: the ``offsets`` array of
+  ``PATCH /connectors/<name>/offsets``, written before the connector's first task
+  starts; Connect answers 500 ("Unrecognized field") to a body that has it.
 * ``PUT /connectors/<name>/config`` -> 201 + Location when created, else 200.
 * ``PATCH /connectors/<name>/config`` -> 200; null values remove keys.
 * ``DELETE /connectors/<name>`` -> 204.
@@ -18,7 +21,7 @@ from __future__ import annotations
 import logging
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query, Request, Response
+from fastapi import APIRouter, Path, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 
@@ -27,7 +30,7 @@ from connect_runtime.config.properties import java_trim
 from connect_runtime.errors import BadRequestException, NotFoundException
 from connect_runtime.rest.openapi import errors
 from connect_runtime.rest.routes.bodies import (
-    CONFIG_MAP_SCHEMA,
+    CONNECTOR_CONFIG_SCHEMA,
     config_map,
     config_patch,
     openapi_body,
@@ -35,7 +38,10 @@ from connect_runtime.rest.routes.bodies import (
     read_json,
     read_json_object,
 )
+from connect_runtime.rest.routes.offsets import OFFSET_ENTRIES_SCHEMA, parse_offset_entries
 from connect_runtime.rest.routes.params import (
+    CONNECTOR_NAME_SCHEMA,
+    CONNECTOR_PATH_NAME_SCHEMA,
     HerderDep,
     check_connector_name,
     connector_location,
@@ -49,14 +55,21 @@ router = APIRouter(prefix="/connectors", tags=["connectors"])
 
 NAME_CONFIG = "name"
 _INITIAL_STATES = ("RUNNING", "PAUSED", "STOPPED")
-_CREATE_FIELDS = ("name", "config", "initial_state")
+_CREATE_FIELDS = ("name", "config", "initial_state", "initial_offsets")
 _CREATE_SCHEMA: dict[str, Any] = {
     "type": "object",
     "required": ["name", "config"],
+    "additionalProperties": False,
     "properties": {
-        "name": {"type": "string"},
-        "config": CONFIG_MAP_SCHEMA,
+        "name": CONNECTOR_NAME_SCHEMA,
+        "config": CONNECTOR_CONFIG_SCHEMA,
         "initial_state": {"type": "string", "enum": list(_INITIAL_STATES)},
+        "initial_offsets": {
+            **OFFSET_ENTRIES_SCHEMA,
+            "description": "Beyond Kafka Connect (KIP-995): source offsets to write before "
+                           "the connector's first task starts, as in PATCH "
+                           "/connectors/{name}/offsets. The connector's alter_offsets checks "
+                           "them first; if it refuses them, nothing is created (400)."},
     },
 }
 
@@ -118,6 +131,20 @@ def _initial_state(body: dict[str, Any]) -> str | None:
     return state.upper()
 
 
+def _initial_offsets(body: dict[str, Any]
+                     ) -> list[tuple[dict[str, Any], dict[str, Any] | None]] | None:
+    """KIP-995's ``initial_offsets``: absent or null is none; otherwise the non-empty
+    array of an alter body, parsed the same way (400 naming the entry)."""
+    entries = body.get("initial_offsets")
+    if entries is None:
+        return None
+    if entries == []:
+        raise BadRequestException(
+            "Invalid value for field 'initial_offsets': expected at least one "
+            "{\"partition\": {...}, \"offset\": {...}} object, or no field")
+    return parse_offset_entries(entries, "initial_offsets")
+
+
 @router.post("", status_code=201, summary="Create a connector",
              responses=errors(400, 409, 415),
              openapi_extra=openapi_body(_CREATE_SCHEMA))
@@ -133,9 +160,11 @@ async def create_connector(request: Request, herder: HerderDep) -> JSONResponse:
         raise BadRequestException("Missing required field 'config' in request body")
     config = config_map(body["config"], "Invalid value for field 'config'")
     initial_state = _initial_state(body)
+    initial_offsets = _initial_offsets(body)
     check_connector_name(name)
     _check_and_put_name(name, config)
-    info = await run_in_threadpool(herder.create_connector, name, config, initial_state)
+    info = await run_in_threadpool(herder.create_connector, name, config, initial_state,
+                                   initial_offsets)
     return JSONResponse(info.to_dict(), 201, headers={"Location": connector_location(name)})
 
 
@@ -160,8 +189,11 @@ async def get_connector_config(name: str, herder: HerderDep) -> JSONResponse:
 @router.put("/{name}/config", summary="Create or reconfigure a connector",
             responses={201: {"description": "Created; Location names the connector"},
                        **errors(400, 409, 415)},
-            openapi_extra=openapi_body(CONFIG_MAP_SCHEMA))
-async def put_connector_config(name: str, request: Request, herder: HerderDep) -> JSONResponse:
+            openapi_extra=openapi_body(CONNECTOR_CONFIG_SCHEMA))
+async def put_connector_config(
+        # Documented, not enforced by FastAPI: check_connector_name answers in Connect's words.
+        name: Annotated[str, Path(json_schema_extra=CONNECTOR_PATH_NAME_SCHEMA)],
+        request: Request, herder: HerderDep) -> JSONResponse:
     config = config_map(await read_json(request), "Invalid request body")
     check_connector_name(name)
     _check_and_put_name(name, config)
@@ -173,8 +205,10 @@ async def put_connector_config(name: str, request: Request, herder: HerderDep) -
 
 @router.patch("/{name}/config", summary="Merge keys into a connector's configuration",
               responses=errors(400, 404, 409, 415),
-              openapi_extra=openapi_body({"type": "object",
-                                          "additionalProperties": {"type": ["string", "null"]}}))
+              openapi_extra=openapi_body({
+                  "type": "object", "additionalProperties": {"type": ["string", "null"]},
+                  # Removing it (null) leaves a config without one: refused (400).
+                  "properties": {"connector.class": {"type": "string", "minLength": 1}}}))
 async def patch_connector_config(name: str, request: Request, herder: HerderDep) -> JSONResponse:
     patch = config_patch(await read_json(request), "Invalid request body")
     info = await run_in_threadpool(herder.patch_connector_config, name, patch)

@@ -27,30 +27,32 @@ from connect_runtime.rest.openapi import errors
 from connect_runtime.rest.routes.bodies import openapi_body, read_json_object, with_numbers
 from connect_runtime.rest.routes.params import HerderDep
 
-__all__ = ["router"]
+__all__ = ["OFFSET_ENTRIES_SCHEMA", "parse_offset_entries", "parse_offsets", "router"]
 
 router = APIRouter(prefix="/connectors", tags=["offsets"])
 
 # Connect's message for a missing or empty list (word for word).
 NO_OFFSETS = "Partitions / offsets need to be provided for an alter offsets request"
 _PRIMITIVE = {"type": ["string", "number", "integer", "boolean", "null"]}
+OFFSET_ENTRIES_SCHEMA: dict[str, Any] = {
+    "type": "array",
+    "minItems": 1,
+    "items": {
+        "type": "object",
+        "required": ["partition"],
+        "additionalProperties": False,
+        "properties": {
+            "partition": {"type": "object", "additionalProperties": _PRIMITIVE},
+            "offset": {"type": ["object", "null"], "additionalProperties": _PRIMITIVE},
+        },
+    },
+}
+"""The ``offsets`` array of an alter body (and ``initial_offsets`` of a create)."""
 _OFFSETS_SCHEMA: dict[str, Any] = {
     "type": "object",
     "required": ["offsets"],
     "additionalProperties": False,
-    "properties": {"offsets": {
-        "type": "array",
-        "minItems": 1,
-        "items": {
-            "type": "object",
-            "required": ["partition"],
-            "additionalProperties": False,
-            "properties": {
-                "partition": {"type": "object", "additionalProperties": _PRIMITIVE},
-                "offset": {"type": ["object", "null"], "additionalProperties": _PRIMITIVE},
-            },
-        },
-    }},
+    "properties": {"offsets": OFFSET_ENTRIES_SCHEMA},
 }
 _MESSAGE: dict[int | str, dict[str, Any]] = {200: {
     "description": "Done; the message says whether the connector acknowledged the change",
@@ -77,12 +79,21 @@ def parse_offsets(body: dict[str, Any]) -> list[tuple[dict[str, Any], dict[str, 
     entries = body.get("offsets")
     if entries is None or entries == []:
         raise BadRequestException(NO_OFFSETS)
+    return parse_offset_entries(entries, "offsets")
+
+
+def parse_offset_entries(entries: Any, field: str
+                         ) -> list[tuple[dict[str, Any], dict[str, Any] | None]]:
+    """``(partition, offset)`` pairs from the non-empty array ``entries`` of the body's
+    ``field`` (``offsets`` of an alter, ``initial_offsets`` of a create); 400 naming
+    ``field`` and the entry for a shape that is not ``{"partition": {...}, "offset":
+    {...} or null}``."""
     if not isinstance(entries, list):
-        raise BadRequestException("Invalid value for field 'offsets': expected an array of "
+        raise BadRequestException(f"Invalid value for field '{field}': expected an array of "
                                   "{\"partition\": {...}, \"offset\": {...}} objects")
     pairs: list[tuple[dict[str, Any], dict[str, Any] | None]] = []
     for index, entry in enumerate(entries):
-        where = f"offsets[{index}]"
+        where = f"{field}[{index}]"
         if not isinstance(entry, dict):
             raise BadRequestException(f"Invalid value for field '{where}': expected an object "
                                       "with 'partition' and 'offset'")

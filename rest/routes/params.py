@@ -9,7 +9,7 @@ a bad path parameter is a 404 (JAX-RS), a bad boolean query parameter is simply
 from __future__ import annotations
 
 import re
-from typing import Annotated, cast
+from typing import Annotated, Any, cast
 from urllib.parse import quote
 
 from fastapi import Depends, HTTPException, Request
@@ -18,6 +18,8 @@ from connect_runtime.cluster.herder_api import Herder
 from connect_runtime.errors import BadRequestException
 
 __all__ = [
+    "CONNECTOR_NAME_SCHEMA",
+    "CONNECTOR_PATH_NAME_SCHEMA",
     "HerderDep",
     "check_connector_name",
     "connector_location",
@@ -33,6 +35,31 @@ _JAVA_INTEGER = re.compile(r"[+-]?[0-9]+")
 # unreserved ones quote() always keeps. "/" is deliberately absent: a connector
 # named "a/b" must come back as one segment.
 _SEGMENT_SAFE = "!$&'()*+,;=:@"
+
+# What check_connector_name accepts, for the OpenAPI document. A name in a body is
+# trimmed first (Java's String.trim: characters up to U+0020 at either end), so
+# there the pattern allows such characters around a core that starts and ends
+# with none of them and holds no ISO control character.
+_CONTROL = "\\u0000-\\u001f\\u007f-\\u009f"
+_CONTROL_OR_SPACE = "\\u0000-\\u0020\\u007f-\\u009f"
+CONNECTOR_NAME_SCHEMA: dict[str, Any] = {
+    "type": "string",
+    "minLength": 1,
+    "pattern": (f"^[\\u0000-\\u0020]*[^{_CONTROL_OR_SPACE}]"
+                f"(?:[^{_CONTROL}]*[^{_CONTROL_OR_SPACE}])?[\\u0000-\\u0020]*$"),
+    "description": "Trimmed of whitespace and control characters (up to U+0020) at both "
+                   "ends, as Kafka Connect trims it; what remains must not be empty and must "
+                   "hold no ISO control character (U+0000-U+001F, U+007F-U+009F).",
+}
+"""A connector name in a request body (``POST /connectors``)."""
+CONNECTOR_PATH_NAME_SCHEMA: dict[str, Any] = {
+    "type": "string",
+    "minLength": 1,
+    "pattern": f"^[^{_CONTROL}]+$",
+    "description": "No ISO control character (U+0000-U+001F, U+007F-U+009F).",
+}
+"""The name of a connector a request creates from its path (``PUT .../config``)."""
+
 
 def get_herder(request: Request) -> Herder:
     """The herder ``create_app`` stored on the application."""

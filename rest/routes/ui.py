@@ -4,7 +4,9 @@ Not part of Kafka Connect's API: hidden from ``/openapi.json`` and free of the
 JSON ``Content-Type`` check of Connect's resources (a browser sends none).
 Read-only: both routes call :meth:`Herder.dashboard`, which reads in-memory
 state only, and show what *this* worker knows (a follower has the statuses but
-no metrics series); nothing is forwarded to the leader.
+no metrics series); nothing is forwarded to the leader. The page's buttons
+change the cluster through the public routes, not through these
+(:mod:`connect_runtime.rest.dashboard_actions`).
 
 * ``GET /ui`` -> 200 ``text/html``, the page (:func:`render_dashboard`);
   ``?part=main`` -> only its ``<main>`` element, which the page's script fetches

@@ -20,6 +20,7 @@ from connect_runtime.protocol.slot_channel import (
     SlotHello,
     SlotReport,
     SlotTopics,
+    TaskStall,
 )
 from connect_runtime.protocol.states import State
 
@@ -406,3 +407,73 @@ def test_a_task_started_paused_says_so() -> None:
                       "(generation 3, restart 0)"
     assert task_event_line(State.RUNNING, dataclasses.replace(slot, state=State.RESTARTING)) \
         is None
+
+
+# ------------------------------------------------------------------ stuck tasks
+
+STACK = ('  File "/app/task.py", line 40, in poll\n    data = self._sock.recv(1)\n')
+
+
+def _stall(stalled_ms: int = 312_000, call: str = "poll()") -> TaskStall:
+    return TaskStall(call=call, stalled_ms=stalled_ms, since_ms=1_800_000_000_000,
+                     threshold_ms=300_000, stack=STACK)
+
+
+def test_a_stall_is_the_running_tasks_trace_until_it_clears(
+        caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="connect_runtime.cluster.slot_registry")
+    reg, events, clock = _registry()
+    reg.open("c", generation=7, task_count=1, paused=False)
+    channel, _ = _connect(reg, generation=7)
+    reg.report(channel, _report(State.RUNNING))
+    stall = _stall()
+    reg.report(channel, dataclasses.replace(_report(State.RUNNING), stall=stall))
+    assert events[-1] == ("c", 0, State.RUNNING, stall.trace("c-0"))
+    assert events[-1][3] is not None and events[-1][3].startswith(
+        "Task c-0 is stuck: poll() has not returned for 312 s (since 2027-01-15T08:00:00Z; "
+        "task.stall.threshold.ms=300000). Its state does not change;")
+    assert events[-1][3].endswith(STACK)
+    # How long is live, on the registry's clock (not the executor's).
+    clock.now += 10
+    assert reg.stalled_seconds() == {("c", 0): pytest.approx(322.0)}
+    # The same report again (a reconnect sends it anew) is no news.
+    reg.report(channel, dataclasses.replace(_report(State.RUNNING), stall=stall))
+    assert len(events) == 2
+    reg.report(channel, _report(State.RUNNING))  # the call returned
+    assert events[-1] == ("c", 0, State.RUNNING, None)
+    assert reg.stalled_seconds() == {("c", 0): 0.0}
+    lines = _lines(caplog)[1:]
+    assert lines == [
+        ("WARNING", "task_stalled", "task c-0 is stuck: poll() has not returned for 312 s "
+         "(task.stall.threshold.ms=300000); innermost frame: File \"/app/task.py\", line 40, "
+         "in poll; the task thread's stack is in the task's status trace"),
+        ("INFO", "task_stall_cleared", "task c-0 is no longer stuck: poll() returned (or the "
+         "task left RUNNING) after about 322 s; state RUNNING")]
+    stalled = next(r for r in caplog.records if r.__dict__.get("event") == "task_stalled")
+    assert stalled.__dict__["call"] == "poll()"
+
+
+def test_a_stall_means_nothing_once_the_task_failed_or_restarts() -> None:
+    reg, events, _ = _registry()
+    reg.open("c", generation=1, task_count=1, paused=False)
+    channel, _ = _connect(reg)
+    reg.report(channel, dataclasses.replace(_report(State.RUNNING), stall=_stall()))
+    # The call raised: FAILED may still carry the stall the watchdog has not cleared.
+    reg.report(channel, dataclasses.replace(_report(State.FAILED, "boom"), stall=_stall()))
+    assert events[-1] == ("c", 0, State.FAILED, "boom")
+    assert reg.stalled_seconds() == {("c", 0): 0.0}
+    reg.report(channel, _report(State.FAILED, "boom"))  # the clear that follows: no news
+    assert len(events) == 2
+    reg.report(channel, dataclasses.replace(_report(State.RUNNING), stall=_stall()))
+    assert reg.restart("c", 0)
+    assert reg.slot("c", 0) is not None and reg.slot("c", 0).stall is None  # type: ignore[union-attr]
+
+
+def test_a_paused_task_stuck_in_its_commit_shows_it() -> None:
+    reg, events, _ = _registry()
+    reg.open("c", generation=1, task_count=1, paused=True)
+    channel, _ = _connect(reg)
+    stall = _stall(call="commit")
+    reg.report(channel, dataclasses.replace(_report(State.PAUSED), stall=stall))
+    assert events[-1] == ("c", 0, State.PAUSED, stall.trace("c-0"))
+    assert "commit has not returned" in stall.trace("c-0")

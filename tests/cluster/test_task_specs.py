@@ -105,3 +105,21 @@ def test_specs_do_not_share_the_callers_dicts() -> None:
     first.producer_overrides["acks"] = "1"
     assert first.task_config == {"a": "1"} and first.connector_config == {"name": "conn"}
     assert second.producer_overrides == {"acks": "all"}
+
+
+def test_the_stall_threshold_is_the_connectors_else_the_workers() -> None:
+    assert builder().build("conn", 0, 1, {}, {}, None).stall_threshold_ms == 300000
+    worker = builder(**{"task.stall.threshold.ms": "60000"})
+    assert worker.build("conn", 0, 1, {}, {}, None).stall_threshold_ms == 60000
+    own = {"task.stall.threshold.ms": "2000"}
+    assert worker.build("conn", 0, 1, {}, own, None).stall_threshold_ms == 2000
+    # A value a config provider supplies is not known on the worker: the worker's.
+    provided = {"task.stall.threshold.ms": "${env:STALL_MS}"}
+    assert worker.build("conn", 0, 1, {}, provided, None).stall_threshold_ms == 60000
+
+
+def test_the_workers_stall_threshold_must_be_positive() -> None:
+    from connect_runtime.errors import ConfigException
+
+    with pytest.raises(ConfigException, match=r"task\.stall\.threshold\.ms"):
+        WorkerConfig({**MINIMAL, "task.stall.threshold.ms": "0"})

@@ -129,3 +129,15 @@ def test_a_follower_without_tasks_or_a_known_leader_still_answers() -> None:
     assert not any(name == "kafka_connect_worker_rebalance_leader" for name, _ in got)
     assert math.isnan(got[("kafka_connect_worker_rebalance_time_since_last_rebalance_ms",
                            frozenset({("worker", "w2:8083")}))])
+
+
+def test_stalled_seconds_is_a_gauge_per_hosted_task_zero_when_not_stuck() -> None:
+    metrics = WorkerMetrics("w1:8083", lambda: view(
+        stalled_s={("seq", 0): 0.0, ("bad", 0): 312.5}))
+    got = scrape(metrics)
+
+    def stalled(connector: str) -> float:
+        return got[("kafka_connect_worker_task_stalled_seconds", frozenset(
+            {("connector", connector), ("task", "0"), ("worker", "w1:8083")}))]
+
+    assert (stalled("seq"), stalled("bad")) == (0.0, 312.5)

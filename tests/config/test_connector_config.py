@@ -129,7 +129,8 @@ CONNECT_FRAMEWORK_KEYS = [
 ]
 
 
-# Automatic restarts (not Kafka Connect's): after Connect's error-handling keys, off by default.
+# Automatic restarts and the stall threshold (not Kafka Connect's): after Connect's
+# error-handling keys, off (unset) by default.
 RUNTIME_KEYS = [
     ("errors.restart.policy", "STRING", "none", "MEDIUM", "Error Handling", 6, "SHORT",
      "Restart Policy"),
@@ -141,6 +142,8 @@ RUNTIME_KEYS = [
      "Maximum Restart Delay"),
     ("errors.restart.reset.after.ms", "LONG", "600000", "LOW", "Error Handling", 10, "SHORT",
      "Stable Period Before Reset"),
+    ("task.stall.threshold.ms", "LONG", None, "LOW", "Error Handling", 11, "SHORT",
+     "Stall Threshold"),
 ]
 
 
@@ -198,6 +201,7 @@ def test_connector_config_values_are_case_insensitive_where_connect_is() -> None
         ({**BASE, "transaction.boundary.interval.ms": "-1"}, "transaction.boundary.interval.ms"),
         ({**BASE, "offsets.storage.topic": ""}, "offsets.storage.topic"),
         ({**BASE, "value.converter": "no.such.Converter"}, "value.converter"),
+        ({**BASE, "task.stall.threshold.ms": "0"}, "task.stall.threshold.ms"),
     ],
 )
 def test_connector_config_errors_name_the_key(props: dict[str, str], key: str) -> None:

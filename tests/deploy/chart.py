@@ -63,8 +63,16 @@ def find(objects: Sequence[dict[str, Any]], kind: str, suffix: str = "") -> dict
     return matches[0]
 
 
+def config_map(objects: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The workers' ConfigMap (worker.properties and friends), not the connectors' one."""
+    matches = [o for o in objects if o["kind"] == "ConfigMap"
+               and "worker.properties" in (o.get("data") or {})]
+    assert len(matches) == 1, f"expected one ConfigMap with worker.properties, {len(matches)}"
+    return matches[0]
+
+
 def worker_properties(objects: Sequence[dict[str, Any]]) -> str:
-    return str(find(objects, "ConfigMap")["data"]["worker.properties"])
+    return str(config_map(objects)["data"]["worker.properties"])
 
 
 def pod_environment(statefulset: dict[str, Any], pod_name: str, namespace: str,
@@ -103,7 +111,7 @@ def pod_files(objects: Sequence[dict[str, Any]], root: Path,
     files keep pointing at one another; not in the executor pod template, whose
     paths are the executor pods'.
     """
-    config = find(objects, "ConfigMap")
+    config = config_map(objects)
     pod = find(objects, "StatefulSet")["spec"]["template"]["spec"]
     volumes = {v["name"]: v for v in pod["volumes"]}
     relocated = f"{root}{POD_CONFIG_ROOT}"

@@ -25,6 +25,7 @@ import yaml
 from chart import (
     CHART,
     VALUE_SETS,
+    config_map,
     find,
     helm,
     pod_environment,
@@ -33,6 +34,8 @@ from chart import (
     worker_properties,
 )
 from kube_apiserver import REPO
+
+from connect_runtime.config.connector_files import scan_directory
 
 VALIDATE = [sys.executable, "-m", "kubernetes_validate", "--strict", "--quiet",
             "--kubernetes-version", "1.37.0"]
@@ -54,7 +57,7 @@ def test_value_set_lints_renders_and_validates_strictly(value_set: str, tmp_path
             "ServiceAccount"} <= set(kinds), kinds
     # The executor pod template is a Pod of its own (Spark merges it into the
     # executor pods it creates): it is validated as one.
-    template = find(objects, "ConfigMap")["data"].get("executor-pod-template.yaml")
+    template = config_map(objects)["data"].get("executor-pod-template.yaml")
     if template is not None:
         objects = [*objects, yaml.safe_load(template)]
     done = validate(objects, tmp_path)
@@ -148,7 +151,7 @@ def test_credentials_come_from_secrets_never_from_the_config_map() -> None:
             "/etc/connect-runtime/kafka-tls/keystore"} <= mounts
     # Executors mount the same TLS files at the same paths (their Kafka clients
     # are configured by the leader with these locations).
-    template = yaml.safe_load(find(objects, "ConfigMap")["data"]["executor-pod-template.yaml"])
+    template = yaml.safe_load(config_map(objects)["data"]["executor-pod-template.yaml"])
     executor_mounts = {m["mountPath"] for m in template["spec"]["containers"][0]["volumeMounts"]}
     assert executor_mounts == {"/etc/connect-runtime/kafka-tls/ca",
                                "/etc/connect-runtime/kafka-tls/keystore"}
@@ -266,7 +269,7 @@ JAAS = """KafkaConnect {
 
 def test_rest_tls_and_basic_auth_come_from_secrets_never_from_the_config_map() -> None:
     objects = render("secured-rest-values.yaml")
-    data = find(objects, "ConfigMap")["data"]
+    data = config_map(objects)["data"]
     lines = data["worker.properties"].splitlines()
     for line in ("listeners=https://0.0.0.0:8083", "rest.advertised.listener=https",
                  "listeners.https.ssl.keystore.type=PEM",
@@ -313,7 +316,7 @@ def test_rest_tls_and_basic_auth_come_from_secrets_never_from_the_config_map() -
 def test_executors_get_nothing_of_the_rest_security() -> None:
     """The worker hands its tasks the trust material in their task specs."""
     objects = render("secured-rest-values.yaml", {"spark.mode": "kubernetes"})
-    template = find(objects, "ConfigMap")["data"]["executor-pod-template.yaml"]
+    template = config_map(objects)["data"]["executor-pod-template.yaml"]
     assert "rest" not in template and "CONNECT_" not in template, template
 
 
@@ -333,7 +336,7 @@ def test_the_kubelet_probes_health_over_the_listeners_scheme(
     objects = render("defaults-values.yaml", sets)
     expected = {"path": "/health", "port": "rest", **({"scheme": scheme} if scheme else {})}
     assert [p["httpGet"] for p in probes(objects)] == [expected] * 3
-    assert "health-probe.py" not in find(objects, "ConfigMap")["data"]
+    assert "health-probe.py" not in config_map(objects)["data"]
 
 
 def test_under_required_client_certificates_the_probes_run_in_the_container() -> None:
@@ -344,7 +347,7 @@ def test_under_required_client_certificates_the_probes_run_in_the_container() ->
         assert "httpGet" not in probe and "tcpSocket" not in probe
         assert probe["exec"] == {"command": ["python", "/etc/connect-runtime/health-probe.py"]}
         assert probe["timeoutSeconds"] == 5
-    script = find(objects, "ConfigMap")["data"]["health-probe.py"]
+    script = config_map(objects)["data"]["health-probe.py"]
     assert "https://127.0.0.1:8443/health" in script
     container = find(objects, "StatefulSet")["spec"]["template"]["spec"]["containers"][0]
     assert {"name": "config", "mountPath": "/etc/connect-runtime/health-probe.py",
@@ -512,7 +515,7 @@ def rendered_pods(objects: list[dict[str, Any]]) -> list[tuple[str, dict[str, An
     template, and the executor pod template if there is one."""
     template = find(objects, "StatefulSet")["spec"]["template"]
     pods = [("worker", template["metadata"], template["spec"])]
-    executor = find(objects, "ConfigMap")["data"].get("executor-pod-template.yaml")
+    executor = config_map(objects)["data"].get("executor-pod-template.yaml")
     if executor is not None:
         pod = yaml.safe_load(executor)
         pods.append(("executor", pod["metadata"], pod["spec"]))
@@ -826,3 +829,48 @@ def test_the_grace_period_covers_the_workers_bounded_shutdown() -> None:
                                                "terminationGraceMarginSeconds": "60"}),
                "StatefulSet")["spec"]["template"]["spec"]
     assert pod["terminationGracePeriodSeconds"] == 8 + 60
+
+
+def test_declared_connectors_render_into_a_configmap_the_workers_read(tmp_path: Path) -> None:
+    values = tmp_path / "connectors-values.yaml"
+    values.write_text(yaml.safe_dump({"connectors": {
+        "orders": {"config": {"connector.class": "SequenceSourceConnector", "tasks.max": 2,
+                              "topic": "orders"}, "state": "PAUSED"},
+        "plain": {"config": {"connector.class": "X", "flag": True}}}}))
+    sets = {"kafka.bootstrapServers": "kafka:9092"}
+    objects = [doc for doc in yaml.safe_load_all(helm(
+        "template", "r", str(CHART), "-f", str(values), *values_args(None, sets)).stdout) if doc]
+    connectors = find(objects, "ConfigMap", "-connectors")["data"]
+    # What the worker reads: the files, parsed as declared.connectors.dir's.
+    directory = tmp_path / "mounted"
+    directory.mkdir()
+    for key, text in connectors.items():
+        (directory / key).write_text(text)
+    scan = scan_directory(directory)
+    assert scan.errors == ()
+    parsed = {d.name: (d.config, d.state) for d in scan.connectors}
+    assert parsed == {
+        "orders": ({"connector.class": "SequenceSourceConnector", "tasks.max": "2",
+                    "topic": "orders", "name": "orders"}, "PAUSED"),
+        "plain": ({"connector.class": "X", "flag": "true", "name": "plain"}, None)}
+    assert "declared.connectors.dir=/etc/connect-runtime/connectors" \
+        in worker_properties(objects)
+    pod = find(objects, "StatefulSet")["spec"]["template"]
+    mount = next(m for m in pod["spec"]["containers"][0]["volumeMounts"]
+                 if m["name"] == "connectors")
+    # A directory mount: the kubelet refreshes it (a subPath mount never changes).
+    assert mount == {"name": "connectors", "mountPath": "/etc/connect-runtime/connectors",
+                     "readOnly": True}
+    # Changing connectors alone restarts no worker: the pods' checksum ignores them.
+    plain = render(None, sets)
+    assert find(plain, "ConfigMap", "-connectors").get("data") in (None, {})
+    checksum = "checksum/config"
+    assert pod["metadata"]["annotations"][checksum] == \
+        find(plain, "StatefulSet")["spec"]["template"]["metadata"]["annotations"][checksum]
+
+
+def test_a_declared_connector_without_config_fails_naming_it() -> None:
+    done = helm("template", "r", str(CHART), "--set", "kafka.bootstrapServers=k:9092",
+                "--set", "connectors.orders.state=PAUSED", check=False)
+    assert done.returncode != 0 and "/connectors/orders" in done.stderr \
+        and "config" in done.stderr, done.stderr

@@ -19,6 +19,7 @@ with host networking against the session's broker:
 from __future__ import annotations
 
 import json
+import subprocess
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -214,6 +215,15 @@ def test_a_worker_container_runs_a_connector_exactly_once_and_stops_gracefully(
                            (secrets, "/etc/connect-runtime/secret-config"),
                            (plugins, "/opt/connect-runtime/plugins"))) as worker:
         wait_healthy(worker, url)
+        # The commit the image was built from: build.sh wrote the clone's HEAD into
+        # the wheel, and the image's label says the same.
+        head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], check=True,
+                              capture_output=True, text=True).stdout.strip()
+        assert httpx.get(f"{url}/", timeout=10).json()["commit"] == head
+        label = docker_engine.docker("image", "inspect", "--format",
+                                     '{{index .Config.Labels "org.opencontainers.image.revision"}}',
+                                     image).stdout.strip()
+        assert label == head
         # plugin.path comes from the image's defaults file, under everything else.
         classes = [p["class"] for p in httpx.get(f"{url}/connector-plugins", timeout=30).json()]
         assert "imageplugin.MountedSequenceConnector" in classes

@@ -31,14 +31,15 @@ class WorkerProcess:
                  cwd: Path | None = None, pythonpath: tuple[str, ...] = (),
                  env: dict[str, str] | None = None, scheme: str = "http",
                  verify: ssl.SSLContext | bool = True, host: str = "127.0.0.1",
-                 prefix: Sequence[str] = ()) -> None:
+                 prefix: Sequence[str] = (), standalone: Sequence[Path] | None = None) -> None:
         """``python`` runs the worker (another venv's, say), from ``cwd`` (default:
         ``workdir``), with ``pythonpath`` ahead of the test connectors and ``env``
         added to the environment. ``scheme`` is the listener's (``https`` needs the
         TLS keys in ``overrides``); ``verify`` is how the harness checks its
         certificate. ``host`` is the address the REST listener binds and
         advertises; ``prefix`` goes before the command (``nsenter --net=...``:
-        it execs, so ``proc`` is still the worker itself)."""
+        it execs, so ``proc`` is still the worker itself). ``standalone``: run
+        ``connect-runtime standalone`` with these connector files instead."""
         self.bootstrap = bootstrap
         self.group = group
         self.port = port
@@ -71,6 +72,7 @@ class WorkerProcess:
         self.cwd = cwd or workdir
         self.pythonpath = pythonpath
         self.env = env or {}
+        self.standalone = standalone
         self.proc: subprocess.Popen[bytes] | None = None
         self.log_path = workdir / f"worker-{port}.log"
 
@@ -82,8 +84,11 @@ class WorkerProcess:
         env["PYTHONPATH"] = os.pathsep.join(
             p for p in (*self.pythonpath, str(TEST_CONNECTORS), env.get("PYTHONPATH", "")) if p)
         log = self.log_path.open("ab")
+        mode = [] if self.standalone is None else ["standalone"]
+        files = [str(f) for f in self.standalone or ()]
         self.proc = subprocess.Popen(
-            [*self.prefix, self.python, "-m", "connect_runtime.cli", str(props_path)],
+            [*self.prefix, self.python, "-m", "connect_runtime.cli", *mode, str(props_path),
+             *files],
             cwd=self.cwd,
             env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         if wait:

@@ -27,6 +27,8 @@ REPO = Path(__file__).resolve().parents[2]
 # package -> folder, as pyproject.toml's package-dir maps them.
 SOURCES = {"connect_runtime": "connect_runtime", "connect_runtime/rest": "rest",
            "connect_runtime/connectors": "connectors"}
+# A made-up commit, so the test shows where GET / found it: the wheel, not git.
+BAKED_COMMIT = "0123456789abcdef0123456789abcdef01234567"
 
 
 def _source_files() -> set[str]:
@@ -56,6 +58,8 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
         shutil.copytree(REPO / folder, src / folder, ignore=ignore)
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(REPO / name, src / name)
+    # What deploy/docker/build.sh writes into its copy: the commit GET / reports.
+    (src / "connect_runtime" / "build_commit.txt").write_text(BAKED_COMMIT + "\n")
     out = tmp_path_factory.mktemp("dist")
     subprocess.run([sys.executable, "-c",
                     f"from setuptools import build_meta; build_meta.build_wheel({str(out)!r})"],
@@ -91,6 +95,7 @@ def test_the_wheel_holds_one_top_level_package_with_every_module(wheel: Path) ->
     assert not missing, f"modules left out of the wheel (pyproject.toml packages?): {missing}"
     # Package data: the Spark driver's log configuration (spark_runner.DRIVER_LOG4J2).
     assert "connect_runtime/cluster/spark-driver-log4j2.properties" in names
+    assert "connect_runtime/build_commit.txt" in names
     entry_points = zipfile.ZipFile(wheel).read(
         "connect_runtime-0.1.0.dist-info/entry_points.txt").decode()
     assert "connect_runtime.connectors.sequence:SequenceSourceConnector" in entry_points
@@ -166,6 +171,8 @@ def test_a_user_project_with_its_own_connectors_package_runs_bundled_and_own_con
                            python=str(venv_python), cwd=project, pythonpath=(str(project),))
     worker.start()
     try:
+        # An installed package has no checkout around it: the commit baked into the wheel.
+        assert worker.rest("GET", "/").json()["commit"] == BAKED_COMMIT
         bundled, own = unique_name("bundled"), unique_name("own")
         create_topic(kafka_bootstrap, bundled)
         create_topic(kafka_bootstrap, own)

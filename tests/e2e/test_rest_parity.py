@@ -27,14 +27,19 @@ reached, with a timeout (:class:`Wait`); a wait that times out is a mismatch.
 The test runs the whole sequence and then fails with a table of EVERY mismatching
 exchange (request, Java's code and body, ours, what differs), not just the first.
 
-Intended differences (:data:`INTENDED`), each with its reason; all three are
-bad input that Java answers with a 500 and we with a 400 naming the problem:
+Intended differences (:data:`INTENDED`), each with its reason. Three are bad
+input that Java answers with a 500 and we with a 400 naming the problem:
 
 * ``MALFORMED``: a body that is not JSON, or has the wrong JSON types (an
   ``initial_state`` outside the enum, a config that is not an object);
 * ``NULL_CONFIG``: ``POST /connectors`` without ``config``;
 * ``REFUSED_OFFSETS``: offsets the connector refuses (a file-source partition
   without ``filename``).
+
+And one is an extension: ``INITIAL_OFFSETS``, ``POST /connectors`` with
+``initial_offsets`` (KIP-995), which Java refuses with a 500 (Jackson's
+"Unrecognized field") and we serve with a 201 (``OURS_ONLY``: deleting that
+connector again is a 404 on Java's side).
 
 For those steps the test checks that each side still answers what the entry
 says, so a change on either side shows.
@@ -133,7 +138,12 @@ NULL_CONFIG = Intended(500, 400, "a body without 'config' is a NullPointerExcept
 REFUSED_OFFSETS = Intended(500, 400, "Connect passes the connector's refusal of the offsets "
                            "(a ConnectException) through as a 500; the request is the "
                            "client's error, so we answer 400 with the reason")
-INTENDED = (MALFORMED, NULL_CONFIG, REFUSED_OFFSETS)
+INITIAL_OFFSETS = Intended(500, 201, "initial_offsets (KIP-995) is our extension: Jackson "
+                           "refuses the field it does not know, 'Unrecognized field', and "
+                           "Connect answers 500 having created nothing; we create the "
+                           "connector at those offsets")
+OURS_ONLY = Intended(404, 204, "the connector the extension created exists on our side only")
+INTENDED = (MALFORMED, NULL_CONFIG, REFUSED_OFFSETS, INITIAL_OFFSETS, OURS_ONLY)
 
 NOT_YET = ("plugins this runtime does not have: sink connectors, and Java's own source "
            "connectors (its transforms, predicates and converters are compared by name); "
@@ -141,9 +151,10 @@ NOT_YET = ("plugins this runtime does not have: sink connectors, and Java's own 
            "converters (io.confluent.*, a plugin.path install on Java)")
 SHARED_PLUGIN_TYPES = {"transformation", "predicate", "converter", "header_converter"}
 FILE_FEATURES = ("our file source's extra keys: several files, an encoding, an idle poll; "
-                 "and every connector's errors.restart.* keys")
+                 "and every connector's errors.restart.* and task.stall.threshold.ms keys")
 ONE_ERROR_PER_KEY = "Java adds a second error for a value it could not parse"
-FILE_EXTRA_KEYS = frozenset({"files", "encoding", "poll.idle.ms"}) | RESTART_KEYS
+FILE_EXTRA_KEYS = frozenset({"files", "encoding", "poll.idle.ms", "task.stall.threshold.ms"}) \
+    | RESTART_KEYS
 FILE_TASK_KEYS = frozenset({"file.task.files"})
 
 
@@ -373,7 +384,7 @@ def sequence(prefix: str, input_file: Path, topic: str) -> list[Step]:
     Connector names start with ``prefix`` (unique per run); ``input_file`` holds a
     few lines the file source publishes to ``topic``.
     """
-    a, b, c, d = (f"{prefix}-{x}" for x in "abcd")
+    a, b, c, d, e = (f"{prefix}-{x}" for x in "abcde")
     missing = f"{prefix}-missing"
     file = str(input_file)
     end = input_file.stat().st_size
@@ -557,6 +568,13 @@ def sequence(prefix: str, input_file: Path, topic: str) -> list[Step]:
         Call("delete", "DELETE", f"/connectors/{a}"),
         Call("delete missing", "DELETE", f"/connectors/{a}"),
         Call("info deleted", "GET", f"/connectors/{a}"),
+        # Beyond Connect: create at given offsets, in one call (KIP-995).
+        Call("create with initial_offsets", "POST", "/connectors",
+             body={"name": e, "config": config, "initial_state": "STOPPED",
+                   "initial_offsets": [{"partition": partition, "offset": {"position": 2}}]},
+             intended=INITIAL_OFFSETS),
+        Call("delete the connector created with initial_offsets", "DELETE", f"/connectors/{e}",
+             intended=OURS_ONLY),
         # Routing.
         Call("unknown route", "GET", "/nope"),
         Call("unknown subresource", "GET", f"/connectors/{b}/nope"),

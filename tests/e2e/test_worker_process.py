@@ -11,10 +11,14 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from harness import WorkerProcess, free_port, process_tree
 from kafka_helpers import create_topic, wait_for
 
+from connect_runtime import __version__
+
 SEQ = "SequenceSourceConnector"
+REPO = Path(__file__).resolve().parents[2]
 
 
 def pid_alive(pid: int) -> bool:
@@ -81,6 +85,20 @@ def test_every_route_answers_with_connects_shapes(
     missing = worker.rest("GET", "/connectors/does-not-exist/status")
     assert missing.status_code == 404 and missing.json()["error_code"] == 404
     assert worker.rest("DELETE", f"/connectors/{name}").status_code == 204
+
+
+def test_root_reports_the_commit_of_the_checkout_the_worker_runs_from(
+        worker: WorkerProcess) -> None:
+    """The test worker runs this checkout's code (an editable install): GET / names its
+    HEAD, as ``git rev-parse HEAD`` does. An installed wheel reports the commit baked
+    into it instead (test_packaging.py)."""
+    if not (REPO / ".git").exists():
+        pytest.skip("not run from a git checkout")
+    head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], check=True,
+                          capture_output=True, text=True).stdout.strip()
+    root = worker.rest("GET", "/").json()
+    assert root["commit"] == head
+    assert root["version"] == __version__
 
 
 def test_the_cli_rejects_bad_worker_configs_naming_the_key(tmp_path: Path) -> None:

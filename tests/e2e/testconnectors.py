@@ -304,3 +304,37 @@ class GroupedSourceConnector(_OneTaskConnector):
     def can_define_transaction_boundaries(
             self, config: dict[str, str]) -> ConnectorTransactionBoundaries:
         return ConnectorTransactionBoundaries.SUPPORTED
+
+
+class BlockingTask(SourceTask):
+    """poll() blocks reading a socket to ``blocking.port`` (a server the test runs)
+    until that server sends a byte or closes; after that it returns nothing, every
+    0.1 s. stop() shuts the socket down, which ends a blocked read."""
+
+    def start(self, config: dict[str, str]) -> None:
+        import socket
+
+        self._sock = socket.create_connection(("127.0.0.1", int(config["blocking.port"])), 10)
+        self._sock.settimeout(None)
+        self._released = False
+
+    def poll(self) -> list[SourceRecord] | None:
+        import time
+
+        if not self._released:
+            self._sock.recv(1)  # BLOCKING-RECV: the stall test finds this line
+            self._released = True
+        time.sleep(0.1)
+        return None
+
+    def stop(self) -> None:
+        import contextlib
+        import socket
+
+        with contextlib.suppress(OSError):
+            self._sock.shutdown(socket.SHUT_RDWR)
+
+
+class BlockingSourceConnector(_OneTaskConnector):
+    def task_class(self) -> type[SourceTask]:
+        return BlockingTask

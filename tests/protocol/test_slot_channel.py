@@ -22,6 +22,7 @@ from connect_runtime.protocol.slot_channel import (
     SlotReport,
     SlotTopics,
     TaskMetricsSnapshot,
+    TaskStall,
     channel_url,
     close_code,
     parse_slot_message,
@@ -74,6 +75,39 @@ def test_a_bad_report_field_is_named(change: dict[str, object], named: str) -> N
     with pytest.raises(InvalidSlotMessage, match=named) as raised:
         SlotReport.from_json(body)
     assert isinstance(raised.value, BadRequestException)  # refused as a 400 would be
+
+
+STALL = TaskStall(call="poll()", stalled_ms=2500, since_ms=1_800_000_000_000,
+                  threshold_ms=2000, stack='  File "t.py", line 9, in poll\n    s.recv(1)\n')
+
+
+def test_a_stall_travels_in_the_report_and_an_older_report_has_none() -> None:
+    report = dataclasses.replace(REPORT, state=State.RUNNING, trace=None, stall=STALL)
+    assert SlotReport.from_json(report.to_json()) == report
+    assert parse_slot_message(report.to_json()) == report
+    assert orjson.loads(REPORT.to_json())["stall"] is None
+    old = orjson.loads(REPORT.to_json())
+    del old["stall"]  # a slot that predates stalls
+    assert SlotReport.from_json(orjson.dumps(old)) == REPORT
+
+
+@pytest.mark.parametrize(("stall", "named"), [
+    ("stuck", "'stall'"), ({**STALL.to_object(), "stalled_ms": 2.5}, "'stalled_ms'"),
+    ({**STALL.to_object(), "stack": None}, "'stack'"),
+    ({k: v for k, v in STALL.to_object().items() if k != "call"}, "'call'"),
+])
+def test_a_bad_stall_is_named(stall: object, named: str) -> None:
+    body = orjson.dumps({**orjson.loads(REPORT.to_json()), "stall": stall})
+    with pytest.raises(InvalidSlotMessage, match=named):
+        SlotReport.from_json(body)
+
+
+def test_a_stalls_trace_says_which_call_how_long_since_when_and_where() -> None:
+    assert STALL.trace("orders-0") == (
+        "Task orders-0 is stuck: poll() has not returned for 2 s (since 2027-01-15T08:00:00Z; "
+        "task.stall.threshold.ms=2000). Its state does not change; this trace clears when the "
+        "call returns. Stack of the task thread (most recent call last):\n"
+        '  File "t.py", line 9, in poll\n    s.recv(1)\n')
 
 
 @pytest.mark.parametrize(("change", "named"), [

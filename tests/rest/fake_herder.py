@@ -80,6 +80,8 @@ class _Connector:
     config: dict[str, str]
     state: str = "RUNNING"
     task_states: dict[int, str] = field(default_factory=dict)
+    # What connector_offsets reports; None: the fixed offsets every connector has.
+    offsets: list[dict[str, Any]] | None = None
 
 
 class FakeHerder:
@@ -196,17 +198,30 @@ class FakeHerder:
         ]
 
     def create_connector(
-        self, name: str, config: dict[str, str], initial_state: str | None = None
+        self, name: str, config: dict[str, str], initial_state: str | None = None,
+        initial_offsets: list[tuple[dict[str, Any], dict[str, Any] | None]] | None = None,
     ) -> ConnectorInfo:
-        self._enter("create_connector", name, dict(config), initial_state, leader_only=True)
+        """``initial_offsets`` become what ``connector_offsets`` reports (None offsets
+        left out); a partition holding ``"refuse"`` is refused, as a connector's
+        ``alter_offsets`` would, and nothing is created."""
+        self._enter("create_connector", name, dict(config), initial_state, initial_offsets,
+                    leader_only=True)
         if name in self._connectors:
             raise AlreadyExistsException(f"Connector {name} already exists")
         if "connector.class" not in config:
             raise BadRequestException("Connector config is missing connector.class")
+        if any("refuse" in partition for partition, _ in initial_offsets or ()):
+            raise BadRequestException(f"Invalid value for field 'initial_offsets': connector "
+                                      f"{name} cannot take initial offsets: the connector "
+                                      "refused them: no such partition")
         state = {"PAUSED": "PAUSED", "STOPPED": "STOPPED"}.get(initial_state or "", "RUNNING")
         # Like Connect: a connector created PAUSED (or STOPPED) has no tasks yet.
         tasks = self._tasks_for(config) if state == "RUNNING" else {}
         self._connectors[name] = _Connector(dict(config), state, tasks)
+        if initial_offsets is not None:
+            self._connectors[name].offsets = [
+                {"partition": dict(p), "offset": dict(o)} for p, o in initial_offsets
+                if o is not None]
         return self._info(name)
 
     def put_connector_config(self, name: str, config: dict[str, str]) -> tuple[bool, ConnectorInfo]:
@@ -264,7 +279,9 @@ class FakeHerder:
 
     def connector_offsets(self, name: str) -> list[dict[str, Any]]:
         self._enter("connector_offsets", name)
-        self._get(name)
+        offsets = self._get(name).offsets
+        if offsets is not None:
+            return [dict(entry) for entry in offsets]
         return [{"partition": {"task": 0}, "offset": {"seq": 41}}]
 
     # -- offsets alteration (KIP-875) ----------------------------------------------
@@ -307,6 +324,10 @@ class FakeHerder:
     def fence_zombies(self, name: str) -> None:
         self._enter("fence_zombies", name, leader_only=True)
         self._get(name)
+
+    def declared_connectors(self) -> dict[str, Any]:
+        self._enter("declared_connectors", leader_only=True)
+        return {"source": None, "last_pass_ms": None, "files": []}
 
     # -- logger levels (KIP-495, KIP-976) -----------------------------------------
 

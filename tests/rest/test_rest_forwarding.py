@@ -153,6 +153,23 @@ def test_follower_relays_the_leaders_create(start_worker: Callable[..., Worker])
     assert arrival.headers["content-type"] == "application/json"
 
 
+def test_follower_forwards_a_create_with_initial_offsets_byte_for_byte(
+        start_worker: Callable[..., Worker]) -> None:
+    """KIP-995's ``initial_offsets`` are the leader's to check and write."""
+    leader = start_worker()
+    herder, client = follower_of(leader.url)
+    body = (b'{"name": "new", "config": {"connector.class": "Seq", "topic": "t"}, '
+            b'"initial_offsets": [{"partition": {"k": 0}, "offset": {"seq": 10}}]}')
+    with client:
+        response = client.post("/connectors", content=body,
+                               headers={"Content-Type": "application/json"})
+    assert response.status_code == 201, response.text
+    [arrival] = leader.recorder.arrivals
+    assert arrival.body == body
+    assert leader.herder.calls[-1][1][3] == [({"k": 0}, {"seq": 10})]
+    assert "new" in leader.herder.connectors() and "new" not in herder.connectors()
+
+
 @pytest.mark.parametrize(("method", "path", "body", "status"), [
     ("PUT", "/connectors/conn/config", CONFIG, 200),
     ("PUT", "/connectors/fresh/config", CONFIG, 201),

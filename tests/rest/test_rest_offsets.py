@@ -92,3 +92,65 @@ def test_not_json_is_400(client: AppClient, herder: FakeHerder) -> None:
     assert_connect_error(response, 400)
     assert herder.calls == []
 
+
+
+# -- POST /connectors with initial_offsets (KIP-995, beyond Connect 4.1) -------------
+
+SEQ_CONFIG = {"connector.class": "SequenceSourceConnector", "topic": "out"}
+
+
+def test_create_with_initial_offsets_hands_the_herder_typed_pairs(
+        client: AppClient, herder: FakeHerder) -> None:
+    response = client.post("/connectors", json={
+        "name": "new", "config": SEQ_CONFIG, "initial_state": "paused",
+        "initial_offsets": GOOD["offsets"]})
+    assert response.status_code == 201, response.text
+    [(method, (name, config, state, pairs))] = herder.calls
+    assert (method, name, config, state) == (
+        "create_connector", "new", {**SEQ_CONFIG, "name": "new"}, "PAUSED")
+    assert pairs == [({"file": "a.txt"}, {"position": 7}),
+                     ({"k": 1, "f": 1.5, "b": True, "n": None}, None)]
+    assert type(pairs[0][1]["position"]) is int and type(pairs[1][0]["f"]) is float
+    assert client.get("/connectors/new/offsets").json() == {
+        "offsets": [{"partition": {"file": "a.txt"}, "offset": {"position": 7}}]}
+
+
+def test_create_without_initial_offsets_passes_none(client: AppClient,
+                                                     herder: FakeHerder) -> None:
+    for body in ({"name": "a", "config": SEQ_CONFIG},
+                 {"name": "b", "config": SEQ_CONFIG, "initial_offsets": None}):
+        assert client.post("/connectors", json=body).status_code == 201
+    assert [call[1][3] for call in herder.calls] == [None, None]
+
+
+@pytest.mark.parametrize(("offsets", "message"), [
+    ([], "Invalid value for field 'initial_offsets': expected at least one"),
+    ({"a": 1}, "Invalid value for field 'initial_offsets': expected an array"),
+    ([1], "Invalid value for field 'initial_offsets[0]': expected an object"),
+    ([{"offset": {"p": 1}}],
+     "Invalid value for field 'initial_offsets[0].partition': expected an object"),
+    ([{"partition": {"a": 1}, "offset": {"p": 1}},
+      {"partition": {"a": 2}, "offset": "7"}],
+     "Invalid value for field 'initial_offsets[1].offset': expected an object, or null"),
+    ([{"partition": {"a": 1}, "offset": {"p": 1}, "position": 3}],
+     "Unrecognized field(s) 'position' in 'initial_offsets[0]'; expected partition, offset"),
+])
+def test_create_with_malformed_initial_offsets_is_400_and_creates_nothing(
+        client: AppClient, herder: FakeHerder, offsets: Any, message: str) -> None:
+    response = client.post("/connectors", json={"name": "new", "config": SEQ_CONFIG,
+                                                "initial_offsets": offsets})
+    text = assert_connect_error(response, 400)
+    assert text.startswith(message), text
+    assert herder.calls == []
+    assert_connect_error(client.get("/connectors/new"), 404)
+
+
+def test_create_with_offsets_the_connector_refuses_is_400_and_creates_nothing(
+        client: AppClient) -> None:
+    response = client.post("/connectors", json={
+        "name": "new", "config": SEQ_CONFIG,
+        "initial_offsets": [{"partition": {"refuse": 1}, "offset": {"p": 1}}]})
+    text = assert_connect_error(response, 400)
+    assert "'initial_offsets'" in text and "refused" in text, text
+    assert_connect_error(client.get("/connectors/new"), 404)
+

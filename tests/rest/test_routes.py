@@ -92,7 +92,8 @@ def test_create_answers_201_with_location_and_info(client: AppClient,
         "tasks": [{"connector": "new", "task": 0}],
         "type": "source",
     }
-    assert herder.calls[-1] == ("create_connector", ("new", {**CONFIG, "name": "new"}, None))
+    assert herder.calls[-1] == ("create_connector",
+                                ("new", {**CONFIG, "name": "new"}, None, None))
 
 
 def test_create_location_url_encodes_the_name(client: AppClient) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import re
 from dataclasses import replace
@@ -15,6 +17,7 @@ from connect_runtime.cluster.herder_api import (
     CommittedOffset,
     ConnectorView,
     DashboardView,
+    StallView,
     TaskSeries,
     TaskView,
     TransactionSizes,
@@ -103,7 +106,7 @@ def test_every_section_is_present() -> None:
     assert "<td><code>{&quot;seq&quot;: 1234}</code></td>" in card
     # A long trace is collapsed behind its last line.
     assert '<details class="trace" data-key="task:seq/1"><summary>RuntimeError: boom: ' in card
-    assert "<script>" in page and "Read-only. Refreshes every 5 s." in page
+    assert "<script>" in page and "with your credentials. Refreshes every 5 s." in page
 
 
 def test_a_trace_holding_html_shows_as_text() -> None:
@@ -126,7 +129,9 @@ def test_every_value_is_escaped_in_text_and_attributes() -> None:
                      tasks=(_task(0, state='"x', host="<h>", offsets=(
                          CommittedOffset({"<k>": "<v>"}, {"seq": "</code>"}),)),)),))
     page = render_dashboard(view)
-    body = page[:page.index("<script>")] + page[page.index("</script>") + 9:]
+    # The page's own scripts removed (the page has two): nothing else may be a script.
+    body = re.sub(r"<script>.*?</script>", "", page, flags=re.DOTALL)
+    assert page.count("<script>") == 2 and len(body) < len(page)
     assert "<script" not in body and "<w>" not in body and "<s>" not in body
     assert 'data-connector="&quot;&gt;&lt;script&gt;alert(1)&lt;/script&gt;"' in body
     assert '<span class="badge state-other">&lt;s&gt;</span>' in body  # no class from data
@@ -190,13 +195,28 @@ def test_the_json_view_keeps_its_shape() -> None:
                             "txn_size_avg": [100.0, 100.0, 100.0]},
                  "transaction_size": {"min": 100, "max": 100, "avg": 100.0},
                  "offsets": [{"partition": {"sequence.partition": 0},
-                              "offset": {"seq": 1234}}]},
+                              "offset": {"seq": 1234}}], "stall": None},
                 {"id": 1, "state": "UNASSIGNED", "worker_id": None, "trace": None,
                  "host": None, "pid": None, "attempt": None, "generation": None,
-                 "series": {}, "transaction_size": None, "offsets": []},
+                 "series": {}, "transaction_size": None, "offsets": [], "stall": None},
             ],
         }],
     }
+
+
+def test_a_stuck_task_has_a_badge_naming_the_call_and_how_long() -> None:
+    stall = StallView(call="poll()", stalled_s=372.4, since_ms=NOW_MS - 372_400,
+                      threshold_ms=300_000)
+    view = _view(connectors=(_connector(tasks=(_task(0, stall=stall), _task(1))),))
+    assert view.to_dict()["connectors"][0]["tasks"][0]["stall"] == {
+        "call": "poll()", "stalled_s": 372.4, "since_ms": NOW_MS - 372_400,
+        "threshold_ms": 300_000}
+    page = render_main(view)
+    badge = ('<span class="badge stalled" title="poll() has not returned for 372 s '
+             '(task.stall.threshold.ms=300000); the stack is in the trace">stuck in poll() '
+             "6 min</span>")
+    assert page.count(badge) == 2  # the task's row and its detail
+    assert render_main(_view()).count('class="badge stalled"') == 0
 
 
 def test_a_series_holds_equal_length_sequences() -> None:
@@ -273,3 +293,24 @@ def test_a_follower_serves_its_own_view() -> None:
 def test_ui_routes_stay_out_of_openapi(client: AppClient) -> None:
     paths = client.get("/openapi.json").json()["paths"]
     assert not [p for p in paths if p.startswith("/ui")]
+
+
+def test_each_card_has_its_controls_and_the_create_form_stays_out_of_main() -> None:
+    page, main = render_dashboard(_view()), render_main(_view())
+    card = _card(page, "seq")
+    for action in ("pause", "resume", "stop", "restart", "restart-tasks", "restart-failed"):
+        assert f'<button type="button" data-action="{action}" data-connector="seq">' in card
+    assert 'class="danger" data-action="delete" data-connector="seq"' in card
+    for task in (0, 1):
+        assert f'data-action="restart-task" data-connector="seq" data-task="{task}"' in card
+    # The refresh swaps <main>: the form being typed in and the notice live outside it.
+    assert 'data-action="create"' in page and 'id="notice"' in page
+    assert 'data-action="create"' not in main and 'id="notice"' not in main
+    assert "Read-only" not in page
+    # Both scripts run under the page's policy, and nothing else does.
+    scripts = re.findall(r"<script>(.*?)</script>", page, re.S)
+    hashes = re.search(r"script-src ([^;]*);", CONTENT_SECURITY_POLICY)
+    assert hashes is not None and len(scripts) == 2 == len(hashes.group(1).split())
+    for script in scripts:
+        digest = base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
+        assert f"'sha256-{digest}'" in hashes.group(1)

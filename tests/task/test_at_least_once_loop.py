@@ -28,6 +28,7 @@ from connect_runtime.task.at_least_once_loop import AtLeastOnceTaskLoop
 from connect_runtime.task.loop import LoopDeps, LoopSignals, Outcome
 from connect_runtime.task.metrics import TaskMetrics
 from connect_runtime.task.slot import loop_for
+from connect_runtime.task.stall_watch import COMMIT, POLL
 from connect_runtime.task.startup import start_task
 
 
@@ -335,3 +336,31 @@ def test_at_least_once_startup_skips_fencing_and_resumes_from_flushed_offsets(
 def latest_offsets_by_field(bootstrap: str, topic: str) -> dict[int, Any]:
     return {key[1]["sequence.partition"]: value
             for key, value in offset_records(bootstrap, topic)}
+
+
+def test_the_loop_tells_the_stall_watch_it_is_in_poll_or_the_offset_commit(
+        kafka_bootstrap: str, topics: tuple[str, str]) -> None:
+    """What the slot's stall watchdog reads (task/stall_watch.py): poll() while the
+    task polls, the commit while it flushes offsets and calls commit()."""
+    out, offsets = topics
+
+    class Watching(ScriptedTask):
+        seen: list[str | None] = []
+
+        def poll(self) -> list[SourceRecord] | None:
+            current = loop.call_watch.current
+            self.seen.append(None if current is None else current[0])
+            return super().poll()
+
+        def commit(self) -> None:
+            current = loop.call_watch.current
+            self.seen.append(None if current is None else current[0])
+            super().commit()
+
+    task = Watching([records(out, "a", 0, 3)])
+    loop = make_loop(kafka_bootstrap, offsets, task, interval_s=600)
+    running = Running(loop)
+    wait_for(lambda: not task.batches, 10, "the batch to be polled")
+    assert running.stop() is Outcome.STOPPED
+    assert set(task.seen[:-1]) == {POLL} and task.seen[-1] == COMMIT  # the flush on stop
+    assert loop.call_watch.current is None

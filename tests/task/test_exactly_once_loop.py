@@ -25,6 +25,7 @@ from connect_runtime.errors import ConnectError, DataException, InvalidOffsetExc
 from connect_runtime.task.boundaries import BoundaryPolicy, TaskTransactionContext
 from connect_runtime.task.exactly_once_loop import ExactlyOnceTaskLoop
 from connect_runtime.task.loop import LoopDeps, LoopSignals, Outcome, TaskLoop
+from connect_runtime.task.stall_watch import COMMIT, POLL
 
 
 class ScriptedTask(SourceTask):
@@ -383,3 +384,25 @@ def test_a_transaction_the_broker_timed_out_fails_the_task_saying_so(
     assert "commit_transaction" in message and "producer.override.transaction.timeout.ms" \
         in message
     assert read_committed(kafka_bootstrap, out) == []
+
+
+def test_the_loop_tells_the_stall_watch_it_is_in_poll_or_the_commit(
+        kafka_bootstrap: str, topics: tuple[str, str], unique_name: Callable[[str], str]) -> None:
+    """What the slot's stall watchdog reads (task/stall_watch.py): the call in progress
+    while the task's code runs, nothing between calls."""
+    out, offsets = topics
+    task = ScriptedTask([records(out, 0, 2)])
+    loop, _ = make_loop(kafka_bootstrap, out, offsets, task, BoundaryPolicy("poll", 0, None),
+                        unique_name("txn"))
+    seen: list[str | None] = []
+    task.on_poll = lambda _: seen.append(None if loop.call_watch.current is None
+                                         else loop.call_watch.current[0])
+    counted = task.commit
+
+    def commit() -> None:
+        seen.append(None if loop.call_watch.current is None else loop.call_watch.current[0])
+        counted()
+    task.commit = commit  # type: ignore[method-assign]
+    assert run_until(loop, lambda: task.commits >= 1) is Outcome.STOPPED
+    assert seen[:2] == [POLL, COMMIT]
+    assert loop.call_watch.current is None

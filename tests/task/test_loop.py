@@ -19,6 +19,7 @@ from connect_runtime.task.boundaries import BoundaryPolicy
 from connect_runtime.task.exactly_once_loop import ExactlyOnceTaskLoop
 from connect_runtime.task.loop import LoopDeps, LoopSignals, Outcome, TaskLoop
 from connect_runtime.task.slot import loop_for
+from connect_runtime.task.stall_watch import POLL, CallWatch
 from connect_runtime.task.startup import StartedTask
 
 
@@ -149,3 +150,18 @@ def test_an_exactly_once_loop_needs_a_boundary() -> None:
     loop = loop_for(TaskMode.EXACTLY_ONCE).for_started(deps(Task([]), signals), started)
     assert isinstance(loop, ExactlyOnceTaskLoop) and loop.boundary is started.boundary
     assert loop.transaction_timeout_s == 60.0
+
+
+def test_poll_is_marked_for_the_stall_watch_and_unmarked_even_when_it_raises() -> None:
+    watch = CallWatch()
+    seen: list[Any] = []
+
+    def boom() -> None:
+        seen.append(watch.current)
+        raise RuntimeError("boom")
+
+    loop = Recording(deps(Task([boom]), LoopSignals(), call_watch=watch))
+    with pytest.raises(RuntimeError, match="boom"):
+        loop.run()
+    assert seen[0] is not None and seen[0][0] == POLL
+    assert watch.current is None

@@ -1,0 +1,221 @@
+"""Connector files: connectors declared in files rather than created by REST calls.
+
+Two places read them: ``connect-runtime standalone worker.properties a.properties
+b.json ...`` (Kafka Connect's ``connect-standalone`` shape) and a distributed
+worker's ``declared.connectors.dir``, which the leader reconciles
+(:mod:`connect_runtime.cluster.declared_connectors`). A file is one connector, in
+one of the forms Kafka Connect's standalone mode reads (KIP-980):
+
+* ``.properties``: the connector's config; ``name`` is mandatory.
+* ``.json``, a flat object of strings: the same, as JSON.
+* ``.json``, the body of ``POST /connectors``: ``{"name": ..., "config": {...},
+  "initial_state": "RUNNING|PAUSED|STOPPED"}``, plus one key of ours, ``"state"``:
+  the target state the file *declares* (enforced on every pass, where
+  ``initial_state`` only applies when the connector is created).
+
+Invariants: parsing reads the file and nothing else (no plugin, no Kafka); every
+error is a :class:`ConfigException` whose message starts with the file's path and
+names the key or line at fault. Config values are strings, as in Connect (JSON
+numbers and booleans are written as Java would print them).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from connect_runtime.errors import ConfigException
+from connect_runtime.java_properties import parse_properties
+
+__all__ = [
+    "STATES",
+    "DeclaredConnector",
+    "DirectoryScan",
+    "FileError",
+    "load_connector_file",
+    "load_connector_files",
+    "scan_directory",
+]
+
+STATES = ("RUNNING", "PAUSED", "STOPPED")
+_REQUEST_FIELDS = ("name", "config", "initial_state", "state")
+FILE_SUFFIXES = (".properties", ".json")
+
+
+@dataclass(frozen=True, slots=True)
+class DeclaredConnector:
+    """One connector file, parsed. ``file`` is how the file is named in reports and
+    in the config topic's ownership record: its path as given (standalone) or its
+    name inside the directory (``declared.connectors.dir``). ``digest`` changes
+    whenever the file's bytes do."""
+
+    file: str
+    name: str
+    config: dict[str, str]
+    state: str | None = None
+    initial_state: str | None = None
+    digest: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class FileError:
+    """A file that could not be parsed (or that clashes with another): why, with
+    the file and the key or line named."""
+
+    file: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class DirectoryScan:
+    """Every connector file of a directory: the parsed ones, the broken ones, and
+    the names of all of them (a broken file still holds on to what it declared
+    before: its connector is never deleted while the file exists)."""
+
+    connectors: tuple[DeclaredConnector, ...]
+    errors: tuple[FileError, ...]
+    files: frozenset[str]
+
+
+def _string_value(file: str, key: str, value: Any) -> str:
+    if isinstance(value, bool):  # before int: bool is an int in Python
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int | float):
+        return json.dumps(value)
+    raise ConfigException(f"{file}: config key '{key}' must be a string, not "
+                          f"{'null' if value is None else type(value).__name__}")
+
+
+def _string_map(file: str, data: dict[str, Any]) -> dict[str, str]:
+    return {str(k): _string_value(file, str(k), v) for k, v in data.items()}
+
+
+def _state(file: str, body: dict[str, Any], key: str) -> str | None:
+    value = body.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str) or value.upper() not in STATES:
+        raise ConfigException(f"{file}: '{key}' must be one of {', '.join(STATES)}, "
+                              f"not {json.dumps(value)}")
+    return value.upper()
+
+
+def _from_request(file: str, body: dict[str, Any], digest: str) -> DeclaredConnector:
+    unknown = [key for key in body if key not in _REQUEST_FIELDS]
+    if unknown:
+        raise ConfigException(f"{file}: unknown key(s) {', '.join(repr(k) for k in unknown)}; "
+                              f"a connector file holds {', '.join(_REQUEST_FIELDS)}")
+    name, config = body.get("name"), body.get("config")
+    if not isinstance(config, dict):
+        raise ConfigException(f"{file}: 'config' must be an object of strings")
+    config = _string_map(file, config)
+    if not isinstance(name, str) or not name.strip():
+        name = config.get("name")
+    if not name or not name.strip():
+        raise ConfigException(f"{file}: the connector has no 'name'")
+    if config.setdefault("name", name) != name:
+        raise ConfigException(f"{file}: the name in 'config' ({config['name']}) is not the "
+                              f"connector's 'name' ({name})")
+    return DeclaredConnector(file, name, config, _state(file, body, "state"),
+                             _state(file, body, "initial_state"), digest)
+
+
+def _from_config(file: str, config: dict[str, str], digest: str) -> DeclaredConnector:
+    name = config.get("name", "")
+    if not name.strip():
+        raise ConfigException(f"{file}: the connector config is missing the mandatory "
+                              f"'name' key")
+    return DeclaredConnector(file, name, config, digest=digest)
+
+
+def _parse_json(file: str, text: str, digest: str) -> DeclaredConnector:
+    try:
+        body = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ConfigException(f"{file}:{e.lineno}:{e.colno}: not valid JSON: {e.msg}") from e
+    if not isinstance(body, dict):
+        raise ConfigException(f"{file}: a connector file holds a JSON object, not "
+                              f"{type(body).__name__}")
+    if isinstance(body.get("config"), dict):
+        return _from_request(file, body, digest)
+    return _from_config(file, _string_map(file, body), digest)
+
+
+def load_connector_file(path: str | Path, label: str | None = None) -> DeclaredConnector:
+    """Parse one connector file; ``label`` names it in errors (default: ``path``).
+
+    JSON when the name ends in ``.json`` or the text starts with ``{`` (Connect's
+    standalone mode tries JSON first), Java properties otherwise.
+    """
+    file = label if label is not None else str(path)
+    try:
+        data = Path(path).read_bytes()
+    except OSError as e:
+        raise ConfigException(f"{file}: cannot read the connector file: {e.strerror}") from e
+    digest = hashlib.sha256(data).hexdigest()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ConfigException(f"{file}: not UTF-8 text (byte {e.start})") from e
+    if str(path).endswith(".json") or text.lstrip().startswith("{"):
+        return _parse_json(file, text, digest)
+    return _from_config(file, parse_properties(text, file), digest)
+
+
+def load_connector_files(paths: Sequence[str]) -> list[DeclaredConnector]:
+    """Standalone mode's files, in order. Raises on the first bad file, and when two
+    files declare the same connector."""
+    declared = [load_connector_file(path) for path in paths]
+    seen: dict[str, str] = {}
+    for d in declared:
+        if d.name in seen:
+            raise ConfigException(f"{d.file}: connector {d.name} is already declared by "
+                                  f"{seen[d.name]}")
+        seen[d.name] = d.file
+    return declared
+
+
+def scan_directory(directory: str | Path) -> DirectoryScan:
+    """Every ``*.properties`` and ``*.json`` file directly in ``directory``.
+
+    Hidden names are skipped: a Kubernetes ConfigMap volume holds ``..data`` and
+    timestamped directories beside the symlinks that are its keys. Two files that
+    declare the same connector are both errors (neither applies).
+    """
+    root = Path(directory)
+    try:
+        names = sorted(os.listdir(root))
+    except OSError as e:
+        raise ConfigException(f"cannot list declared.connectors.dir {root}: {e.strerror}",
+                              ) from e
+    parsed: list[DeclaredConnector] = []
+    errors: list[FileError] = []
+    files: set[str] = set()
+    for name in names:
+        if name.startswith(".") or not name.endswith(FILE_SUFFIXES) \
+                or not (root / name).is_file():
+            continue
+        files.add(name)
+        try:
+            parsed.append(load_connector_file(root / name, name))
+        except ConfigException as e:
+            errors.append(FileError(name, str(e)))
+    by_name: dict[str, list[DeclaredConnector]] = {}
+    for d in parsed:
+        by_name.setdefault(d.name, []).append(d)
+    good = []
+    for d in parsed:
+        clash = [o.file for o in by_name[d.name] if o is not d]
+        if clash:
+            errors.append(FileError(d.file, f"{d.file}: connector {d.name} is also declared "
+                                            f"by {', '.join(clash)}; neither file applies"))
+        else:
+            good.append(d)
+    return DirectoryScan(tuple(good), tuple(errors), frozenset(files))

@@ -111,17 +111,18 @@ def pod_files(objects: Sequence[dict[str, Any]], root: Path,
     files keep pointing at one another; not in the executor pod template, whose
     paths are the executor pods'.
     """
-    config = config_map(objects)
+    config_maps = {o["metadata"]["name"]: o.get("data") or {}
+                   for o in objects if o["kind"] == "ConfigMap"}
     pod = find(objects, "StatefulSet")["spec"]["template"]["spec"]
     volumes = {v["name"]: v for v in pod["volumes"]}
     relocated = f"{root}{POD_CONFIG_ROOT}"
     for mount in pod["containers"][0]["volumeMounts"]:
         volume = volumes[mount["name"]]
         if "configMap" in volume:
-            assert volume["configMap"]["name"] == config["metadata"]["name"]
+            # The workers' ConfigMap, or the declared connectors' (a directory).
             data = {k: v if k == "executor-pod-template.yaml"
                     else v.replace(POD_CONFIG_ROOT, relocated)
-                    for k, v in config["data"].items()}
+                    for k, v in config_maps[volume["configMap"]["name"]].items()}
         elif "secret" in volume:
             data = (secrets or {})[volume["secret"]["secretName"]]
         else:

@@ -79,8 +79,10 @@ def test_standalone_survives_sigkill_mid_transaction_exactly_once_and_applies_a_
         # Changed between runs: applied as a reconfiguration on restart.
         connector_file.write_text(properties({**seq, "rate.per.sec": "0", "batch.size": "200"}))
         worker.start()
-        config = worker.rest("GET", f"/connectors/{name}/config").json()
-        assert config["batch.size"] == "200" and config["rate.per.sec"] == "0", config
+        # The leader applies its files once elected, moments after /health says 200.
+        wait_for(lambda: worker.rest("GET", f"/connectors/{name}/config").json()
+                 .get("batch.size") == "200", 60, f"{name}'s changed file to be applied")
+        assert worker.rest("GET", f"/connectors/{name}/config").json()["rate.per.sec"] == "0"
         wait_for(lambda: committed(worker, name) == {k: last for k in range(PARTITIONS)}, 180,
                  f"{name} to commit all {last} records of each partition", interval=1)
         verify(kafka_bootstrap, topic)

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from connect_runtime.cluster.herder_api import HERDER_LOGGER
+from connect_runtime.cluster.herder_reads import validate_for_worker
 from connect_runtime.config.connector_files import (
     DeclaredConnector,
     DirectoryScan,
@@ -47,14 +48,9 @@ from connect_runtime.config.connector_files import (
     load_connector_files,
     scan_directory,
 )
-from connect_runtime.config.validation import (
-    ConfigInfos,
-    format_validation_errors,
-    validate_connector_config,
-)
+from connect_runtime.config.validation import ConfigInfos, format_validation_errors
 from connect_runtime.config.worker_config import WorkerConfig
 from connect_runtime.errors import ConfigException, ConnectError
-from connect_runtime.plugins import resolve_connector_class
 from connect_runtime.protocol.states import TargetState
 from connect_runtime.storage.config_store import ClusterConfigState, DeclaredOwner
 
@@ -271,18 +267,10 @@ def check_connector_files(config: WorkerConfig, paths: Sequence[str]) -> None:
     """Standalone mode, before the worker starts: parse and validate every file as
     the leader will, raising a ConfigException that names the file and the key.
     Plugins must be registered (``plugin.path``) first."""
-    def validate(connector_config: dict[str, str]) -> ConfigInfos:
-        class_name = connector_config.get("connector.class")
-        if not class_name:
-            raise ConfigException("the connector config is missing 'connector.class'")
-        converters = {key: str(config[key])
-                      for key in ("key.converter", "value.converter", "header.converter")}
-        return validate_connector_config(resolve_connector_class(class_name)(),
-                                         connector_config, config.eos_support, converters,
-                                         config.config_resolver)
-
     for declared in load_connector_files(paths):
-        error = validation_error(validate, declared)
+        error = validation_error(
+            lambda connector_config: validate_for_worker(config, None, connector_config),
+            declared)
         if error is not None:
             raise ConfigException(error)
 

@@ -59,6 +59,21 @@ from connect_runtime.storage.status_store import (
 
 READ_TIMEOUT_S = 60.0
 
+
+def validate_for_worker(worker: WorkerConfig, plugin: str | None,
+                        config: dict[str, str]) -> ConfigInfos:
+    """Validate ``config`` as ``PUT .../config/validate`` and every create do, with
+    ``worker``'s converters, exactly-once support and config providers. Plugins must
+    be registered (``plugin.path``); needs no Kafka."""
+    class_name = config.get("connector.class") or plugin
+    if not class_name:
+        raise BadRequestException("Connector config is missing connector.class")
+    instance = resolve_connector_class(class_name)()
+    converters = {key: str(worker[key])
+                  for key in ("key.converter", "value.converter", "header.converter")}
+    return validate_connector_config(instance, config, worker.eos_support, converters,
+                                     worker.config_resolver)
+
 _Statuses = list[tuple[str, StatusRecord | None, dict[str, str], list[StatusRecord | None]]]
 
 
@@ -175,14 +190,7 @@ class HerderReads:
 
     def validate_connector_config(self, plugin: str | None,
                                   config: dict[str, str]) -> ConfigInfos:
-        class_name = config.get("connector.class") or plugin
-        if not class_name:
-            raise BadRequestException("Connector config is missing connector.class")
-        instance = resolve_connector_class(class_name)()
-        converters = {key: str(self._config[key])
-                      for key in ("key.converter", "value.converter", "header.converter")}
-        return validate_connector_config(instance, config, self._config.eos_support,
-                                         converters, self._config.config_resolver)
+        return validate_for_worker(self._config, plugin, config)
 
     # ------------------------------------------------------------- views
 

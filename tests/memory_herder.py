@@ -17,6 +17,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from connect_runtime.cluster.herder import DistributedHerder
+from connect_runtime.config.worker_config import WorkerConfig
 from connect_runtime.protocol.task_spec import TaskSpec
 from connect_runtime.storage.config_store import ClusterConfigState, SessionKey
 from connect_runtime.storage.status_store import StatusRecord
@@ -128,3 +130,17 @@ class RecordingRunner:
             job = self.jobs.pop(connector, None)
         if job is not None:
             job.done.set()
+
+
+def leading_herder(overrides: Mapping[str, str] | None = None) -> DistributedHerder:
+    """A DistributedHerder over the in-memory stores and :class:`RecordingRunner`,
+    already leader (as winning the group's election sets it); ``overrides`` are
+    worker keys. Its reconcile thread is not started: tests that need it start it."""
+    config = WorkerConfig({
+        "group.id": "g", "config.storage.topic": "c", "offset.storage.topic": "o",
+        "status.storage.topic": "s", "listeners": "http://127.0.0.1:8083", **(overrides or {})})
+    herder = DistributedHerder(config, MemoryConfigStore(), MemoryStatusStore(),  # type: ignore[arg-type]
+                               offset_store=None, runner=RecordingRunner(),  # type: ignore[arg-type]
+                               kafka_cluster_id="cluster")
+    herder._leadership.leader = True
+    return herder

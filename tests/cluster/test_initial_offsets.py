@@ -15,11 +15,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from memory_herder import MemoryConfigStore, MemoryStatusStore, RecordingRunner
+from memory_herder import leading_herder
 
 from connect_runtime.cluster.herder import DistributedHerder
 from connect_runtime.cluster.offset_alteration import OffsetTopics
-from connect_runtime.config.worker_config import WorkerConfig
 from connect_runtime.connectors.sequence import SequenceSourceConnector
 from connect_runtime.errors import (
     AlreadyExistsException,
@@ -50,13 +49,7 @@ class Recorded:
 
 @pytest.fixture
 def herder() -> Iterator[DistributedHerder]:
-    config = WorkerConfig({
-        "group.id": "g", "config.storage.topic": "c", "offset.storage.topic": "o",
-        "status.storage.topic": "s", "listeners": "http://127.0.0.1:8083"})
-    herder = DistributedHerder(config, MemoryConfigStore(), MemoryStatusStore(),  # type: ignore[arg-type]
-                               offset_store=None, runner=RecordingRunner(),  # type: ignore[arg-type]
-                               kafka_cluster_id="cluster")
-    herder._leadership.leader = True  # what winning the group's election sets
+    herder = leading_herder()
     yield herder
 
 

@@ -16,14 +16,13 @@ import time
 from collections.abc import Callable, Iterator
 
 import pytest
-from memory_herder import MemoryConfigStore, MemoryStatusStore, RecordingRunner
+from memory_herder import RecordingRunner, leading_herder
 
 from connect_runtime.api.connector import SourceConnector
 from connect_runtime.api.record import SourceRecord
 from connect_runtime.api.task import SourceTask
 from connect_runtime.cluster.herder import DistributedHerder
 from connect_runtime.cluster.reconciler import OwnershipError
-from connect_runtime.config.worker_config import WorkerConfig
 from connect_runtime.errors import ConflictException, NotFoundException
 
 ROUNDS = 150
@@ -58,14 +57,8 @@ class CountingSource(SourceConnector):
 
 @pytest.fixture
 def herder() -> Iterator[DistributedHerder]:
-    config = WorkerConfig({
-        "group.id": "g", "config.storage.topic": "c", "offset.storage.topic": "o",
-        "status.storage.topic": "s", "listeners": "http://127.0.0.1:8083",
+    herder = leading_herder({
         "task.shutdown.graceful.timeout.ms": "100"})
-    herder = DistributedHerder(config, MemoryConfigStore(), MemoryStatusStore(),  # type: ignore[arg-type]
-                               offset_store=None, runner=RecordingRunner(),  # type: ignore[arg-type]
-                               kafka_cluster_id="cluster")
-    herder._leadership.leader = True  # what winning the group's election sets
     herder._reconciler.start()
     yield herder
     herder._reconciler.stop(timeout_s=10)

@@ -16,14 +16,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from memory_herder import MemoryConfigStore, MemoryStatusStore, RecordingRunner
+from memory_herder import leading_herder
 from rest_checks import AppClient, assert_connect_error
 
 from connect_runtime.api.config_def import ConfigDef, Importance, Type
 from connect_runtime.api.connector import SourceConnector
 from connect_runtime.api.task import SourceTask
 from connect_runtime.cluster.herder import DistributedHerder
-from connect_runtime.config.worker_config import WorkerConfig
 from connect_runtime.rest import create_app
 from connect_runtime.security.providers import ENV_VAR_PROVIDER, FILE_PROVIDER
 
@@ -66,16 +65,10 @@ def secrets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.fixture
 def herder(secrets: Path) -> Iterator[DistributedHerder]:
-    config = WorkerConfig({
-        "group.id": "g", "config.storage.topic": "c", "offset.storage.topic": "o",
-        "status.storage.topic": "s", "listeners": "http://127.0.0.1:8083",
+    herder = leading_herder({
         "config.providers": "file,env", "config.providers.file.class": FILE_PROVIDER,
         "config.providers.file.param.allowed.paths": str(secrets),
         "config.providers.env.class": ENV_VAR_PROVIDER})
-    herder = DistributedHerder(config, MemoryConfigStore(), MemoryStatusStore(),  # type: ignore[arg-type]
-                               offset_store=None, runner=RecordingRunner(),  # type: ignore[arg-type]
-                               kafka_cluster_id="cluster")
-    herder._leadership.leader = True  # what winning the group's election sets
     herder._reconciler.start()  # the one thread that acts; reconcile_now() steps it
     yield herder
     herder._reconciler.stop(timeout_s=10)

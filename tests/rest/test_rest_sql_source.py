@@ -19,11 +19,10 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
-from memory_herder import MemoryConfigStore, MemoryStatusStore, RecordingRunner
+from memory_herder import leading_herder
 from rest_checks import AppClient, assert_connect_error
 
 from connect_runtime.cluster.herder import DistributedHerder
-from connect_runtime.config.worker_config import WorkerConfig
 from connect_runtime.rest import create_app
 
 PLUGIN = "SqlSourceConnector"
@@ -33,13 +32,7 @@ TIMESTAMP_EOS = ("mode=timestamp is exactly once only with transaction.boundary=
 @pytest.fixture
 def herder() -> Iterator[DistributedHerder]:
     # exactly.once.source.support is left at its default, enabled.
-    config = WorkerConfig({
-        "group.id": "g", "config.storage.topic": "c", "offset.storage.topic": "o",
-        "status.storage.topic": "s", "listeners": "http://127.0.0.1:8083"})
-    herder = DistributedHerder(config, MemoryConfigStore(), MemoryStatusStore(),  # type: ignore[arg-type]
-                               offset_store=None, runner=RecordingRunner(),  # type: ignore[arg-type]
-                               kafka_cluster_id="cluster")
-    herder._leadership.leader = True  # what winning the group's election sets
+    herder = leading_herder()
     herder._reconciler.start()
     yield herder
     herder._reconciler.stop(timeout_s=10)

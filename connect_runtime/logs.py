@@ -13,7 +13,11 @@ text format puts ``[orders|task-0] `` (or ``[orders|worker] `` for the connector
 itself, on the worker) before the message, the JSON format adds ``connector``
 and ``task`` fields. Any logger gets it, so connector authors just use
 ``logging.getLogger(__name__)``. A task process is in its task's context for as
-long as its slot runs (:func:`process_log_context`: every thread of it); the
+long as its slot runs (:func:`process_log_context`: every thread of it). A
+process hosting several tasks of a connector (``tasks.per.process``) runs each
+on a thread in that task's context (:func:`log_context`), and the threads the
+runtime starts for a task carry it on (:func:`thread_in_context`); a thread the
+task's own code starts has the process's context, ``[orders|tasks-0,1,2] ``. The
 worker is in a connector's only while it calls that connector's methods, on the
 calling thread (:func:`log_context`).
 
@@ -31,9 +35,11 @@ A failure's line quotes :func:`trace_headline` of its trace, not the whole trace
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import json
 import logging
-from collections.abc import Iterator, Mapping
+import threading
+from collections.abc import Callable, Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -55,15 +61,21 @@ _QUIET_LOGGERS = ("py4j", "httpx", "httpcore", "uvicorn.access")
 @dataclass(frozen=True, slots=True)
 class LogContext:
     """Whose work a line is part of: task ``task`` of ``connector``, or with
-    ``task`` None the connector itself (its instance, on the worker)."""
+    ``task`` None the connector itself (its instance, on the worker), or with
+    ``shared`` the tasks that share one process (a line none of them is named in)."""
 
     connector: str
     task: int | None = None
+    shared: tuple[int, ...] = ()
 
     @property
     def prefix(self) -> str:
-        """Kafka Connect's ``connector.context``: ``[orders|task-0] ``, ``[orders|worker] ``."""
-        scope = "worker" if self.task is None else f"task-{self.task}"
+        """Kafka Connect's ``connector.context``: ``[orders|task-0] ``, ``[orders|worker] ``;
+        ours for a shared process, ``[orders|tasks-0,1,2] ``."""
+        if self.shared:
+            scope = "tasks-" + ",".join(str(t) for t in self.shared)
+        else:
+            scope = "worker" if self.task is None else f"task-{self.task}"
         return f"[{self.connector}|{scope}] "
 
 
@@ -99,6 +111,16 @@ def process_log_context(context: LogContext) -> Iterator[None]:
         yield
     finally:
         _process_context = None
+
+
+def thread_in_context(target: Callable[..., object], *, name: str,
+                      args: tuple[object, ...] = ()) -> threading.Thread:
+    """A daemon thread (not started) that runs ``target(*args)`` in the calling
+    thread's :func:`log_context`: a new thread does not inherit contextvars, and
+    in a process shared by several tasks a helper thread of one task must log as
+    that task."""
+    context = contextvars.copy_context()
+    return threading.Thread(target=context.run, args=(target, *args), name=name, daemon=True)
 
 
 def current_log_context() -> LogContext | None:

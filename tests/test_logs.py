@@ -25,6 +25,7 @@ from connect_runtime.logs import (
     log_format,
     process_log_context,
     process_log_format,
+    thread_in_context,
     trace_headline,
 )
 
@@ -178,6 +179,26 @@ def test_a_threads_context_stays_on_that_thread_and_a_process_one_reaches_all() 
             assert current_log_context() == LogContext("inner")
     assert seen == [None, LogContext("orders", 1)]
     assert current_log_context() is None
+
+
+def test_a_shared_process_line_names_its_tasks_and_helper_threads_keep_their_task() -> None:
+    """Several tasks in one process (tasks.per.process): each task thread's helpers
+    (thread_in_context) log as that task; other threads as the process's tasks."""
+    seen: list[LogContext | None] = []
+
+    def other_thread() -> None:
+        seen.append(current_log_context())
+    with process_log_context(LogContext("orders", shared=(0, 1, 2))):
+        with log_context(LogContext("orders", 1)):
+            helper = thread_in_context(other_thread, name="helper")
+            plain = threading.Thread(target=other_thread)
+        for thread in (helper, plain):
+            thread.start()
+            thread.join()
+        text = handled("text")
+    assert helper.daemon
+    assert seen == [LogContext("orders", 1), LogContext("orders", shared=(0, 1, 2))]
+    assert "WARNING [orders|tasks-0,1,2] polled 3 (my_connector.task)" in text
 
 
 def test_the_process_log_format_is_read_off_the_root_handlers() -> None:

@@ -72,7 +72,8 @@ def validate_for_worker(worker: WorkerConfig, plugin: str | None,
     converters = {key: str(worker[key])
                   for key in ("key.converter", "value.converter", "header.converter")}
     return validate_connector_config(instance, config, worker.eos_support, converters,
-                                     worker.config_resolver)
+                                     worker.config_resolver,
+                                     worker.spark_settings().task_cpus)
 
 _Statuses = list[tuple[str, StatusRecord | None, dict[str, str], list[StatusRecord | None]]]
 

@@ -1,9 +1,12 @@
 """Hosting connector tasks on Spark: one long-running job per connector generation.
 
-Each job has one partition per connector task; its partition function is
-:func:`connect_runtime.task.slot.slot_partition`, which runs until the
-driver tells the slot to stop. Jobs of a connector run in a FAIR scheduler pool
-named after it, so a connector's tasks do not queue behind another's.
+Each job has one partition per *slot*: a group of up to ``tasks.per.process``
+of the connector's tasks (:func:`slot_groups`; one task per slot unless the
+connector or worker says otherwise). Its partition function is
+:func:`connect_runtime.task.slot.slot_partition`, which runs the group's tasks
+in one Python process until the driver tells each to stop. Jobs of a connector
+run in a FAIR scheduler pool named after it, so a connector's tasks do not queue
+behind another's.
 
 Spark must not silently re-run a failed task (Connect semantics: FAILED until a
 REST restart). Slots never raise for task errors; a *killed* slot's retry
@@ -52,6 +55,7 @@ class ConnectorJob:
     generation: int
     task_count: int
     group: str
+    slot_count: int
     thread: threading.Thread | None = None
     done: threading.Event = field(default_factory=threading.Event)
     cancelled: bool = False
@@ -150,15 +154,16 @@ class SparkTaskRunner:
     def busy_slots(self) -> int:
         """Slots held by the jobs that are running."""
         with self._lock:
-            return sum(j.task_count for j in self._jobs.values() if not j.done.is_set())
+            return sum(j.slot_count for j in self._jobs.values() if not j.done.is_set())
 
     def submit(self, connector: str, generation: int, specs: list[TaskSpec]) -> ConnectorJob:
         """Start the job for one generation of ``connector``. Previous job must be stopped."""
         if not self.ready.wait(SESSION_START_TIMEOUT_S):
             raise RuntimeError(f"SparkSession did not start within {SESSION_START_TIMEOUT_S:.0f}s")
         group = f"connect-{connector}-{generation}"
-        job = ConnectorJob(connector, generation, len(specs), group)
-        job.thread = threading.Thread(target=self._run_job, args=(job, specs), daemon=True,
+        groups = slot_groups(specs)
+        job = ConnectorJob(connector, generation, len(specs), group, len(groups))
+        job.thread = threading.Thread(target=self._run_job, args=(job, groups), daemon=True,
                                       name=f"spark-job-{connector}")
         with self._lock:
             if connector in self._jobs and not self._jobs[connector].done.is_set():
@@ -187,17 +192,20 @@ class SparkTaskRunner:
                "spark.cores.max)")
         return (f"Waiting for a Spark task slot: the running connectors' tasks need {busy} "
                 f"slot(s) and Spark has {capacity} ({capacity * cpus} executor core(s) / "
-                f"spark.task.cpus={cpus}); each task holds one slot while it runs. Give Spark "
-                f"{how}, or lower tasks.max.")
+                f"spark.task.cpus={cpus}); each slot hosts up to tasks.per.process task(s) "
+                f"while they run. Give Spark {how}, raise tasks.per.process, or lower "
+                "tasks.max.")
 
-    def _run_job(self, job: ConnectorJob, specs: list[TaskSpec]) -> None:
+    def _run_job(self, job: ConnectorJob, groups: list[list[TaskSpec]]) -> None:
         sc = self._session.sparkContext
         try:
             sc.setJobGroup(job.group, f"connector {job.connector} generation {job.generation}",
                            interruptOnCancel=True)
             _define_pool(sc, job.connector)
             sc.setLocalProperty("spark.scheduler.pool", job.connector)
-            rdd = sc.parallelize(specs, len(specs))
+            # One element per partition: a group is one slot's tasks (parallelize
+            # slices batches of elements, so a list of specs would not split by group).
+            rdd = sc.parallelize(groups, len(groups))
             job.results = rdd.mapPartitionsWithIndex(slot_partition).collect()
             log.info("job for %s generation %d ended: %s", job.connector, job.generation,
                      job.results)
@@ -236,6 +244,23 @@ class SparkTaskRunner:
                 self._session.stop()
                 self._session = None
                 log.info("SparkSession stopped")
+
+
+def slot_groups(specs: Sequence[TaskSpec]) -> list[list[TaskSpec]]:
+    """``specs`` (one connector generation's tasks, in task order) cut into the
+    fewest slots that hold at most ``tasks_per_process`` tasks each, as even as
+    can be: 10 tasks at 4 per process are slots of 4, 3 and 3 tasks."""
+    if not specs:
+        return []
+    per_process = max(1, specs[0].tasks_per_process)
+    slots = -(-len(specs) // per_process)
+    size, longer = divmod(len(specs), slots)
+    groups, start = [], 0
+    for i in range(slots):
+        end = start + size + (1 if i < longer else 0)
+        groups.append(list(specs[start:end]))
+        start = end
+    return groups
 
 
 DRIVER_LOG4J2 = Path(__file__).resolve().with_name("spark-driver-log4j2.properties")

@@ -6,6 +6,7 @@ import base64
 import os
 from collections.abc import Iterable, Mapping
 
+from connect_runtime.config.connector_config import MAX_TASKS_PER_PROCESS, TASKS_PER_PROCESS_CONFIG
 from connect_runtime.config.worker_config import WorkerConfig
 from connect_runtime.logs import process_log_format
 from connect_runtime.protocol.task_spec import TaskSpec, WorkerProcess
@@ -64,6 +65,9 @@ class TaskSpecBuilder:
             offset_flush_timeout_ms=int(config["offset.flush.timeout.ms"]),
             stall_threshold_ms=stall_threshold_ms(connector_config,
                                                   int(config["task.stall.threshold.ms"])),
+            tasks_per_process=tasks_per_process(
+                connector_config, int(config[TASKS_PER_PROCESS_CONFIG]),
+                config.spark_settings().task_cpus),
             producer_overrides=self.client_overrides("producer"),
             consumer_overrides=self.client_overrides("consumer"),
             admin_overrides=self.client_overrides("admin"),
@@ -88,6 +92,18 @@ def stall_threshold_ms(connector_config: Mapping[str, str], worker_ms: int) -> i
     the worker's; a value a config provider supplies (not known here) counts as unset."""
     value = connector_config.get("task.stall.threshold.ms", "").strip()
     return int(value) if value.isdigit() and int(value) > 0 else worker_ms
+
+
+def tasks_per_process(connector_config: Mapping[str, str], worker_default: int,
+                      task_cpus: int) -> int:
+    """The connector's ``tasks.per.process`` (validated when it was written), else the
+    worker's; a value a config provider supplies (not known here) counts as unset.
+    1 whatever they say when ``spark.task.cpus`` is above 1: validation refuses
+    sharing then, but a config written before the worker's cpus changed may ask."""
+    value = connector_config.get(TASKS_PER_PROCESS_CONFIG, "").strip()
+    wanted = int(value) if value.isdigit() and 1 <= int(value) <= MAX_TASKS_PER_PROCESS \
+        else worker_default
+    return 1 if task_cpus > 1 else wanted
 
 
 def this_process() -> WorkerProcess | None:

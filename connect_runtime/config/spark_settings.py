@@ -22,6 +22,9 @@ the ones that must not be on. docs/spark.md explains each choice.
 * ``spark.pyspark.python`` defaults to the worker's interpreter (executors then
   share its environment, the image case); set it to run executors from a packed
   environment shipped with ``spark.archives``.
+* ``spark.python.daemon.module`` defaults to :mod:`connect_runtime.task.daemon`,
+  PySpark's daemon with the slot's modules imported before it forks, so task
+  processes share those pages instead of each importing its own copy.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from connect_runtime.errors import ConfigException
 log = logging.getLogger(__name__)
 
 SLOT_MAX_ATTEMPTS = 4
+DAEMON_MODULE = "connect_runtime.task.daemon"
 _LOCAL = re.compile(r"^local(?:\[(\*|\d+)(?:,(\d+))?\])?$")
 _CLUSTER_PREFIXES = ("spark://", "k8s://", "yarn", "mesos://")
 
@@ -128,6 +132,7 @@ def spark_settings(worker_keys: Mapping[str, str]) -> SparkSettings:
         "spark.ui.showConsoleProgress": "false",
         "spark.task.maxFailures": str(SLOT_MAX_ATTEMPTS),
         "spark.pyspark.python": sys.executable,
+        "spark.python.daemon.module": DAEMON_MODULE,
         **given,
         "spark.speculation": "false",
         "spark.master": effective_master(master),

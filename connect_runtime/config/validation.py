@@ -61,6 +61,7 @@ from connect_runtime.config.connector_config import (
     HEADER_CONVERTER_CONFIG,
     KEY_CONVERTER_CONFIG,
     PLUGIN_VERSION_SUFFIX,
+    TASKS_PER_PROCESS_CONFIG,
     TOPIC_CREATION_DEFAULT_DEF,
     TRANSACTION_BOUNDARY_CONFIG,
     VALUE_CONVERTER_CONFIG,
@@ -350,7 +351,7 @@ _CONVERTER_CHOICES = {KEY_CONVERTER_CONFIG: listed_converter_names(),
 def validate_connector_config(
     connector: SourceConnector, config: dict[str, str], worker_eos_support: str,
     worker_converters: Mapping[str, str] | None = None,
-    resolver: ConfigResolver | None = None,
+    resolver: ConfigResolver | None = None, worker_task_cpus: int = 1,
 ) -> ConfigInfos:
     """Validate ``config`` for ``connector`` (see the module docstring). Never raises
     for a bad config or a misbehaving connector.
@@ -359,7 +360,8 @@ def validate_connector_config(
     (disabled, preparing or enabled). ``worker_converters`` holds the worker's
     ``key.converter``, ``value.converter`` and ``header.converter``, shown as those
     keys' defaults. ``resolver`` holds the worker's config providers (none if not
-    given: then every variable is an error).
+    given: then every variable is an error). ``worker_task_cpus`` is the worker's
+    ``spark.task.cpus``: above 1, tasks may not share a process.
     """
     resolution = (resolver or NO_PROVIDERS).resolve(config)
     redactor = Redactor(resolution.secrets)
@@ -367,8 +369,19 @@ def validate_connector_config(
     # In the submitted order, and with its nulls (step 1 reports them).
     resolved = {key: resolution.values.get(key, raw) for key, raw in config.items()}
     infos = _validate_resolved(connector, resolved, worker_eos_support,
-                               worker_converters or {}, redactor)
+                               worker_converters or {}, redactor, worker_task_cpus)
     return _as_submitted(infos, config, resolution, redactor)
+
+
+def _check_sharing(value: ConfigValue, worker_task_cpus: int) -> None:
+    """Tasks that share a process share its cores (the worker refuses the same
+    combination in its own config)."""
+    if not value.errors and isinstance(value.value, int) and value.value > 1 \
+            and worker_task_cpus > 1:
+        value.add_error_message(
+            f"tasks cannot share a process on this worker: its spark.task.cpus="
+            f"{worker_task_cpus} gives each task cores of its own; set "
+            f"{TASKS_PER_PROCESS_CONFIG}=1 or leave it unset")
 
 
 def _password_keys(connector: SourceConnector) -> frozenset[str]:
@@ -403,7 +416,7 @@ def _as_submitted(infos: ConfigInfos, submitted: Mapping[str, str], resolution: 
 
 def _validate_resolved(
     connector: SourceConnector, config: dict[str, str], worker_eos_support: str,
-    worker_converters: Mapping[str, str], redactor: Redactor,
+    worker_converters: Mapping[str, str], redactor: Redactor, worker_task_cpus: int = 1,
 ) -> ConfigInfos:
     """Steps 1-5 of the module docstring on the resolved ``config``."""
     framework_def = _framework_def(connector, config, worker_converters)
@@ -425,6 +438,7 @@ def _validate_resolved(
                         worker_eos_support, redactor, explained)
     _check_transaction_boundary(connector, config, framework[TRANSACTION_BOUNDARY_CONFIG],
                                 redactor)
+    _check_sharing(framework[TASKS_PER_PROCESS_CONFIG], worker_task_cpus)
     own_values = _fold_framework_reports(own_def, own_values, framework)
 
     plugins = validate_plugins(config)

@@ -33,6 +33,10 @@ from connect_runtime.api.config_def import (
     Type,
     ValidString,
 )
+from connect_runtime.config.connector_config import (
+    MAX_TASKS_PER_PROCESS,
+    TASKS_PER_PROCESS_CONFIG,
+)
 from connect_runtime.config.properties import env_overrides, load_properties_file
 from connect_runtime.config.spark_settings import SparkSettings, spark_settings
 from connect_runtime.errors import ConfigException
@@ -122,6 +126,11 @@ WORKER_CONFIG_DEF = (
             "A task whose poll() or commit has not returned for this long is reported stuck "
             "(its status trace, /ui, /metrics and a log line name the call and the task "
             "thread's stack) until the call returns; a connector may set its own.")
+    .define(TASKS_PER_PROCESS_CONFIG, Type.INT, 1, Range.between(1, MAX_TASKS_PER_PROCESS),
+            Importance.LOW,
+            "How many tasks of a connector one Spark task slot hosts, in one Python process, "
+            "for connectors that do not set their own tasks.per.process. 1: a process per "
+            "task. Not allowed above 1 with spark.task.cpus above 1.")
     .define("exactly.once.source.support", Type.STRING, EOS_ENABLED,
             ValidString.in_(EOS_DISABLED, EOS_PREPARING, EOS_ENABLED), Importance.HIGH,
             "KIP-618: disabled, preparing (leader transactional, tasks at-least-once) "
@@ -273,6 +282,7 @@ class WorkerConfig:
                 log.warning("Ignoring worker config %s: %s (KIP-618)", key, why)
         self.values: dict[str, Any] = WORKER_CONFIG_DEF.parse(self.originals)
         self._spark = spark_settings(self.originals)
+        _check_sharing(int(self.values[TASKS_PER_PROCESS_CONFIG]), self._spark.task_cpus)
         self._clients = self._client_configs()
         # Read at load time: a wrong JAAS or credentials file stops the worker, named.
         self.rest_credentials = basic_auth_credentials(
@@ -394,6 +404,16 @@ class WorkerConfig:
     def worker_id(self) -> str:
         """Connect's worker id: ``host:port`` of the advertised REST URL."""
         return self.advertised_url().split("://", 1)[1]
+
+
+def _check_sharing(tasks_per_process: int, task_cpus: int) -> None:
+    """Tasks that share a process share its cores: a worker cannot promise each one
+    ``spark.task.cpus`` cores and also put several in one slot."""
+    if tasks_per_process > 1 and task_cpus > 1:
+        raise ConfigException(
+            f"tasks cannot share a process when spark.task.cpus={task_cpus} gives each task "
+            "cores of its own: set tasks.per.process=1, or spark.task.cpus=1",
+            name=TASKS_PER_PROCESS_CONFIG, value=tasks_per_process)
 
 
 def _listener(listeners: Sequence[str]) -> tuple[str, str, int]:

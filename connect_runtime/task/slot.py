@@ -1,6 +1,8 @@
-"""The executor side of one connector task: a long-running Spark task ("slot").
+"""The executor side of connector tasks: a long-running Spark task ("slot").
 
-A slot runs task instances one after another until the driver says stop:
+A slot hosts one task, or several of one connector (``tasks.per.process``), each
+on a thread of its own (:func:`host_tasks`). For each task it hosts, a slot runs
+task instances one after another until the driver says stop:
 
 * It holds a channel to the worker (driver), ``protocol.slot_channel``: it
   reports its state when it changes, and the worker pushes what to do: run,
@@ -49,7 +51,12 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, assert_never
 
 from connect_runtime.errors import StartupAbandoned
-from connect_runtime.logs import LogContext, configure_logging, process_log_context
+from connect_runtime.logs import (
+    LogContext,
+    configure_logging,
+    log_context,
+    process_log_context,
+)
 from connect_runtime.protocol.slot_channel import Command
 from connect_runtime.protocol.states import State
 from connect_runtime.protocol.task_spec import TaskMode
@@ -263,21 +270,67 @@ def run_slot(spec: TaskSpec, attempt: int) -> str:
         control.close()
 
 
-def slot_partition(index: int, specs: Iterator[TaskSpec]) -> Iterator[tuple[int, str]]:
-    """Spark ``mapPartitionsWithIndex`` entry point: one spec per partition.
+def slot_partition(index: int, groups: Iterator[list[TaskSpec]]) -> Iterator[tuple[int, str]]:
+    """Spark ``mapPartitionsWithIndex`` entry point: one group of specs per partition,
+    the tasks this slot hosts (``tasks.per.process`` of them at most,
+    :func:`~connect_runtime.cluster.spark_runner.slot_groups`).
 
     The process is a Spark Python worker, here for this slot alone: its logging is
-    set up as the worker's (a no-op in a reused process) and every line it logs
-    meanwhile, whichever thread logs it, is in the task's context."""
+    set up as the worker's (a no-op in a reused process). A slot of one task runs it
+    on this thread, and every line the process logs meanwhile, whichever thread logs
+    it, is in the task's context. A slot of several runs :func:`host_tasks`."""
     from pyspark import TaskContext
 
     ctx = TaskContext.get()
     attempt = ctx.attemptNumber() if ctx is not None else 0
-    for spec in specs:
-        configure_logging(spec.log_format)
-        with process_log_context(LogContext(spec.connector, spec.task)):
+    for specs in groups:
+        if not specs:
+            continue
+        configure_logging(specs[0].log_format)
+        if len(specs) == 1:
+            spec = specs[0]
+            with process_log_context(LogContext(spec.connector, spec.task)):
+                outcome = run_slot(spec, attempt)
+            yield spec.task, outcome
+        else:
+            yield from host_tasks(specs, attempt)
+
+
+def host_tasks(specs: list[TaskSpec], attempt: int) -> list[tuple[int, str]]:
+    """Run several tasks of one connector in this process, each :func:`run_slot` on a
+    thread of its own, until every one has ended; their ``(task, outcome)``.
+
+    Isolation, as far as one process gives it: each task has its own channel,
+    producer (fencing is per ``transactional.id``, as ever), status, metrics, stall
+    watchdog and restarts, and an exception in one task fails that task alone (its
+    slot thread reports FAILED and waits for a restart while the others run). A
+    task blocked in ``poll()`` blocks its own thread only. What they share: the
+    GIL, so CPU-bound tasks slow each other, and the process, so a crash (SIGKILL,
+    a segfault in native code, out of memory) ends every task in it; Spark then
+    re-runs the slot and each of its tasks reports FAILED, as a lone task does.
+
+    Lines a task's thread logs carry that task (``[orders|task-1]``); lines from
+    threads the task's own code starts carry the process's tasks
+    (``[orders|tasks-0,1,2]``)."""
+    outcomes: dict[int, str] = {}
+    lock = threading.Lock()  # guards outcomes
+
+    def host(spec: TaskSpec) -> None:
+        with log_context(LogContext(spec.connector, spec.task)):
             outcome = run_slot(spec, attempt)
-        yield spec.task, outcome
+        with lock:
+            outcomes[spec.task] = outcome
+
+    threads = [threading.Thread(target=host, args=(spec,), daemon=True,
+                                name=f"task-{spec.task_label}") for spec in specs]
+    shared = LogContext(specs[0].connector, shared=tuple(spec.task for spec in specs))
+    with process_log_context(shared):
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    with lock:
+        return [(spec.task, outcomes.get(spec.task, "lost")) for spec in specs]
 
 
 def loop_for(mode: TaskMode) -> type[TaskLoop]:

@@ -28,6 +28,7 @@ from websockets.exceptions import ConnectionClosed, InvalidHandshake
 from websockets.sync.client import ClientConnection, connect
 
 from connect_runtime.log_levels import LevelSetting, apply_settings
+from connect_runtime.logs import thread_in_context
 from connect_runtime.protocol import signing
 from connect_runtime.protocol.slot_channel import (
     CLOSE_DONE,
@@ -114,8 +115,7 @@ class SlotControl:
         self._metrics_sent: TaskMetricsSnapshot | None = None
         self._closed = threading.Event()
         self._report_now = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True,
-                                        name=f"slot-channel-{spec.task_label}")
+        self._thread = thread_in_context(self._run, name=f"slot-channel-{spec.task_label}")
         self._thread.start()
 
     # Called from the slot's main thread.
@@ -194,8 +194,8 @@ class SlotControl:
             with connect(self.url, additional_headers=headers, open_timeout=10,
                          ping_interval=None, close_timeout=2, proxy=None, compression=None,
                          ssl=client_context(tls) if tls is not None else None) as ws:
-                reader = threading.Thread(target=self._read, args=(ws,), daemon=True,
-                                          name=f"slot-answers-{self.spec.task_label}")
+                reader = thread_in_context(self._read, args=(ws,),
+                                           name=f"slot-answers-{self.spec.task_label}")
                 reader.start()
                 try:
                     self._send_until_closed(ws)
@@ -324,8 +324,7 @@ class SlotControl:
             finally:
                 with self._state_lock:
                     self._refreshing = False
-        threading.Thread(target=refresh, daemon=True,
-                         name=f"slot-key-{self.spec.task_label}").start()
+        thread_in_context(refresh, name=f"slot-key-{self.spec.task_label}").start()
 
     def _refresh_key(self) -> None:
         """Read the current session key from the config topic (at most every 5 s)."""

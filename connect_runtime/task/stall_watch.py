@@ -27,6 +27,7 @@ import time
 import traceback
 from collections.abc import Callable
 
+from connect_runtime.logs import thread_in_context
 from connect_runtime.protocol.slot_channel import TaskStall
 
 __all__ = ["COMMIT", "POLL", "CallWatch", "StallWatchdog", "check_interval_s", "stalled_call"]
@@ -121,7 +122,7 @@ class StallWatchdog:
         return "".join(traceback.format_list(frames[start:]))
 
     def start(self) -> StallWatchdog:
-        self._thread = threading.Thread(target=self._run, daemon=True, name="task-stall-watch")
+        self._thread = thread_in_context(self._run, name="task-stall-watch")
         self._thread.start()
         return self
 

@@ -8,6 +8,12 @@ task's Spark Python worker mid-transaction, changes ``tasks.max`` during
 bounces, drives pause/resume, stop/resume and restarts through REST, and stops
 the broker (SIGTERM, then SIGKILL) under running workers.
 
+Two of the connectors run their tasks several to a Python process
+(``tasks.per.process``: all 3 of ``poll``'s in one, ``aborts``'s 2 in one), the
+third one task per process; the kills of a Spark Python worker hit a process
+hosting several tasks (every one of them must fail, restart and resume exactly
+where its last transaction left it) and one hosting a single task.
+
 After every round a ``read_committed`` tail must show new committed records
 for every source partition, stamped after the fault (the recovery time is
 measured that way). After each kind of fault the records read so far must have
@@ -51,15 +57,16 @@ def aborted(seq: int) -> bool:
 
 # name -> (config, source partitions, deliberately aborted seqs)
 CONNECTORS: dict[str, tuple[dict[str, str], int, Callable[[int], bool] | None]] = {
-    "poll": ({"tasks.max": "3", "partitions": "5", "batch.size": "20", "rate.per.sec": "100"},
-             5, None),
+    "poll": ({"tasks.max": "3", "partitions": "5", "batch.size": "20", "rate.per.sec": "100",
+              "tasks.per.process": "3"}, 5, None),
     "interval": ({"tasks.max": "2", "partitions": "2", "batch.size": "10",
                   "rate.per.sec": "60", "transaction.boundary": "interval",
                   "transaction.boundary.interval.ms": "400"}, 2, None),
     "aborts": ({"tasks.max": "2", "partitions": "2", "batch.size": "5", "rate.per.sec": "60",
                 "transaction.boundary": "connector",
                 "commit.every.records": str(COMMIT_EVERY),
-                "abort.every.transactions": str(ABORT_EVERY)}, 2, aborted),
+                "abort.every.transactions": str(ABORT_EVERY),
+                "tasks.per.process": "2"}, 2, aborted),
 }
 
 
@@ -200,19 +207,28 @@ class Scenario:
         self.leader()
         self.check(fault)
 
-    def kill_executor(self, short: str) -> None:
-        fault = "SIGKILL task's Spark Python worker"
+    def kill_executor(self, short: str, hosting: int) -> None:
+        """SIGKILL the Python process of a running task of ``short``, which must host
+        ``hosting`` of its tasks: each of them fails, and is restarted."""
+        fault = f"SIGKILL Spark Python worker ({hosting} task{'s' if hosting > 1 else ''})"
         name = self.names[short]
         leader = self.leader()
-        slot = wait_for(lambda: next((s for s in leader.slots() if s["connector"] == name
-                                      and s.get("pid") and s["state"] == "RUNNING"), None),
-                        60, f"a running task of {name} with a known Python worker")
+
+        def running_process() -> tuple[int, list[int]] | None:
+            slots = [s for s in leader.slots() if s["connector"] == name]
+            if not slots or any(not s.get("pid") or s["state"] != "RUNNING" for s in slots):
+                return None
+            pid = slots[0]["pid"]
+            return pid, sorted(int(s["task"]) for s in slots if s["pid"] == pid)
+        pid, tasks = wait_for(running_process, 60,
+                              f"every task of {name} running with a known Python worker")
+        assert len(tasks) == hosting, f"process {pid} hosts tasks {tasks} of {name}"
         since = time.time()
-        os.kill(slot["pid"], signal.SIGKILL)
-        task = int(slot["task"])
-        wait_for(lambda: leader.status(name)["tasks"][task]["state"] == "FAILED", 60,
-                 f"{name}/{task} to be FAILED")
-        self.rest("POST", f"/connectors/{name}/tasks/{task}/restart")
+        os.kill(pid, signal.SIGKILL)
+        wait_for(lambda: all(leader.status(name)["tasks"][t]["state"] == "FAILED"
+                             for t in tasks), 60, f"tasks {tasks} of {name} to be FAILED")
+        for task in tasks:
+            self.rest("POST", f"/connectors/{name}/tasks/{task}/restart")
         self.recovered(fault, since)
         self.check(fault)
 
@@ -333,8 +349,9 @@ def test_exactly_once_survives_faults(broker: Broker, cluster: Cluster,
         s.bounce_every_worker(signal.SIGTERM, "SIGTERM worker")
         s.bounce_every_worker(signal.SIGKILL, "SIGKILL worker")
         s.stall_leader()
-        s.kill_executor("poll")
-        s.kill_executor("aborts")
+        s.kill_executor("poll", hosting=3)
+        s.kill_executor("aborts", hosting=2)
+        s.kill_executor("interval", hosting=1)
         s.reconfigure_during("poll", 5, signal.SIGKILL)
         s.reconfigure_during("poll", 2, signal.SIGTERM)
         s.lifecycle()

@@ -82,3 +82,26 @@ def test_the_drivers_temp_dir_is_the_workers_unless_the_user_sets_one(tmp_path: 
     assert driver_conf({"spark.driver.extraJavaOptions": given, "spark.local.dir": "/data"},
                        tmp_path) == {"spark.driver.extraJavaOptions": f"{ours} {given}",
                                      "spark.local.dir": "/data"}
+
+
+def test_slots_hold_at_most_tasks_per_process_tasks_as_evenly_as_can_be() -> None:
+    from connect_runtime.cluster.spark_runner import slot_groups
+    from connect_runtime.protocol.task_spec import TaskSpec
+
+    def specs(count: int, per_process: int) -> list[TaskSpec]:
+        return [TaskSpec(connector="c", task=t, generation=1, task_config={},
+                         connector_config={}, bootstrap_servers="b:9092", group_id="g",
+                         config_topic="cfg", status_topic="st", global_offsets_topic="off",
+                         worker_url="http://w:8083", worker_id="w", eos_support="enabled",
+                         offset_flush_interval_ms=1000, tasks_per_process=per_process)
+                for t in range(count)]
+
+    def shape(count: int, per_process: int) -> list[list[int]]:
+        return [[s.task for s in group] for group in slot_groups(specs(count, per_process))]
+
+    assert shape(3, 1) == [[0], [1], [2]]
+    assert shape(10, 4) == [[0, 1, 2, 3], [4, 5, 6], [7, 8, 9]]
+    assert shape(4, 4) == [[0, 1, 2, 3]]
+    assert shape(2, 64) == [[0, 1]]
+    assert shape(200, 20) == [list(range(i, i + 20)) for i in range(0, 200, 20)]
+    assert shape(0, 4) == []

@@ -123,3 +123,20 @@ def test_the_workers_stall_threshold_must_be_positive() -> None:
 
     with pytest.raises(ConfigException, match=r"task\.stall\.threshold\.ms"):
         WorkerConfig({**MINIMAL, "task.stall.threshold.ms": "0"})
+
+
+def test_tasks_per_process_is_the_connectors_else_the_workers() -> None:
+    assert builder().build("conn", 0, 1, {}, {}, None).tasks_per_process == 1
+    worker = builder(**{"tasks.per.process": "8"})
+    assert worker.build("conn", 0, 1, {}, {}, None).tasks_per_process == 8
+    own = {"tasks.per.process": "3"}
+    assert worker.build("conn", 0, 1, {}, own, None).tasks_per_process == 3
+    provided = {"tasks.per.process": "${env:PER_PROCESS}"}
+    assert worker.build("conn", 0, 1, {}, provided, None).tasks_per_process == 8
+
+
+def test_a_worker_giving_each_task_cores_shares_no_process() -> None:
+    # Validation refuses sharing there; a config written before spark.task.cpus
+    # changed still gets a process per task.
+    worker = builder(**{"spark.task.cpus": "2"})
+    assert worker.build("conn", 0, 1, {}, {"tasks.per.process": "4"}, None).tasks_per_process == 1

@@ -146,14 +146,23 @@ RUNTIME_KEYS = [
      "Stall Threshold"),
 ]
 
+# Tasks sharing a Spark slot's process (not Kafka Connect's): last of the Common group's
+# keys (Connect numbers its Transforms and Predicates keys in that sequence too).
+PROCESS_KEYS = [
+    ("tasks.per.process", "INT", None, "LOW", "Common", 15, "SHORT", "Tasks per process"),
+]
+
 
 def test_framework_keys_and_groups_are_connects() -> None:
     infos = [key.to_info_dict() for key in CONNECTOR_CONFIG_DEF.config_keys.values()]
     listed = [(i["name"], i["type"], i["default_value"], i["importance"], i["group"],
                i["order"], i["width"], i["display_name"]) for i in infos]
-    assert [k for k in listed if k not in RUNTIME_KEYS] == CONNECT_FRAMEWORK_KEYS
+    assert [k for k in listed if k not in RUNTIME_KEYS + PROCESS_KEYS] == CONNECT_FRAMEWORK_KEYS
     ours = [k for k in listed if k in RUNTIME_KEYS]
     assert ours == RUNTIME_KEYS
+    # Right after Connect's config.action.reload, the last key it numbers in Common.
+    assert listed.index(PROCESS_KEYS[0]) == 1 + next(
+        i for i, k in enumerate(listed) if k[0] == "config.action.reload")
     # Right after Connect's error-handling keys, in the same group.
     assert listed.index(ours[0]) == 1 + next(
         i for i, k in enumerate(listed) if k[0] == "errors.log.include.messages")
@@ -202,6 +211,8 @@ def test_connector_config_values_are_case_insensitive_where_connect_is() -> None
         ({**BASE, "offsets.storage.topic": ""}, "offsets.storage.topic"),
         ({**BASE, "value.converter": "no.such.Converter"}, "value.converter"),
         ({**BASE, "task.stall.threshold.ms": "0"}, "task.stall.threshold.ms"),
+        ({**BASE, "tasks.per.process": "0"}, "tasks.per.process"),
+        ({**BASE, "tasks.per.process": "65"}, "tasks.per.process"),
     ],
 )
 def test_connector_config_errors_name_the_key(props: dict[str, str], key: str) -> None:
@@ -577,3 +588,23 @@ def test_a_worker_converter_that_does_not_resolve_is_no_default() -> None:
                                       {"value.converter": "no.such.Converter"})
     assert errors(infos) == {}
     assert value_of(infos, "value.converter").value is None
+
+
+def test_tasks_per_process_defaults_to_the_workers() -> None:
+    assert ConnectorConfig(BASE).tasks_per_process(8) == 8
+    assert ConnectorConfig({**BASE, "tasks.per.process": "3"}).tasks_per_process(8) == 3
+
+
+def test_sharing_a_process_is_refused_where_the_worker_gives_each_task_cores() -> None:
+    shared = {**BASE, "tasks.max": "4", "tasks.per.process": "4"}
+    assert errors(validate_connector_config(tiny(), shared, "enabled")) == {}
+    assert errors(validate_connector_config(
+        tiny(), {**shared, "tasks.per.process": "1"}, "enabled", worker_task_cpus=2)) == {}
+    assert errors(validate_connector_config(
+        tiny(), {**shared, "tasks.per.process": "65"}, "enabled")) == {
+        "tasks.per.process": ["Invalid value 65 for configuration tasks.per.process: "
+                              "Value must be no more than 64"]}
+    assert errors(validate_connector_config(tiny(), shared, "enabled", worker_task_cpus=2)) == {
+        "tasks.per.process": [
+            "tasks cannot share a process on this worker: its spark.task.cpus=2 gives each "
+            "task cores of its own; set tasks.per.process=1 or leave it unset"]}

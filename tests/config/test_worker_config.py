@@ -166,3 +166,16 @@ def test_header_converter_and_the_converters_sub_configs() -> None:
     assert config.converter_configs() == {
         "header.converter": "JsonConverter", "header.converter.schemas.enable": "true",
         "value.converter.schemas.enable": "false"}
+
+
+def test_tasks_per_process_is_bounded_and_refused_with_cores_per_task() -> None:
+    assert WorkerConfig(MINIMAL)["tasks.per.process"] == 1
+    assert WorkerConfig({**MINIMAL, "tasks.per.process": "64"})["tasks.per.process"] == 64
+    with pytest.raises(ConfigException, match=r"tasks\.per\.process.*no more than 64"):
+        WorkerConfig({**MINIMAL, "tasks.per.process": "65"})
+    with pytest.raises(ConfigException) as info:
+        WorkerConfig({**MINIMAL, "tasks.per.process": "2", "spark.task.cpus": "2"})
+    assert info.value.name == "tasks.per.process"
+    assert "spark.task.cpus=2" in str(info.value)
+    # Either alone is fine.
+    WorkerConfig({**MINIMAL, "tasks.per.process": "1", "spark.task.cpus": "2"})

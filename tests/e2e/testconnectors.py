@@ -338,3 +338,60 @@ class BlockingTask(SourceTask):
 class BlockingSourceConnector(_OneTaskConnector):
     def task_class(self) -> type[SourceTask]:
         return BlockingTask
+
+
+class SharingTask(SourceTask):
+    """Task ``share.index`` of :class:`SharingSourceConnector`: a record
+    ``{"partition": <index>, "seq": n, "pid": <its process>}`` every 20 ms, resumed
+    from its committed offset. The task numbered ``share.block`` blocks forever in
+    its first poll() (stop() does not wake it); the one numbered ``share.fail``
+    raises after 5 records, in its first instance only (one that starts from a
+    committed offset runs on)."""
+
+    def start(self, config: dict[str, str]) -> None:
+        import os
+
+        self.topic = config["topic"]
+        self.index = int(config["share.index"])
+        self.pid = os.getpid()
+        self.blocks = config.get("share.block") == str(self.index)
+        offset = self.context.offset_storage_reader.offset({"share": self.index})
+        self.next = int(offset["seq"]) if offset else 0  # type: ignore[arg-type]
+        self.fail_at = 5 if config.get("share.fail") == str(self.index) and not offset else None
+
+    def poll(self) -> list[SourceRecord] | None:
+        import threading
+        import time
+
+        if self.blocks:
+            threading.Event().wait()  # forever: nothing sets it
+        if self.fail_at is not None and self.next >= self.fail_at:
+            raise RuntimeError(f"sharing task {self.index} fails at seq {self.next}")
+        time.sleep(0.02)
+        record = SourceRecord({"share": self.index}, {"seq": self.next + 1}, self.topic,
+                              value={"partition": self.index, "seq": self.next,
+                                     "pid": self.pid})
+        self.next += 1
+        return [record]
+
+    def stop(self) -> None:
+        pass
+
+
+class SharingSourceConnector(SourceConnector):
+    """``tasks.max`` tasks (:class:`SharingTask`), for tests of tasks sharing a process."""
+
+    def start(self, config: dict[str, str]) -> None:
+        self.config = dict(config)
+
+    def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
+        return [{**self.config, "share.index": str(i)} for i in range(max_tasks)]
+
+    def task_class(self) -> type[SourceTask]:
+        return SharingTask
+
+    def stop(self) -> None:
+        pass
+
+    def exactly_once_support(self, config: dict[str, str]) -> ExactlyOnceSupport:
+        return ExactlyOnceSupport.SUPPORTED

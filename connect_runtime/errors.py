@@ -100,6 +100,10 @@ class ConnectorContractException(ConnectError):
     """A connector or task returned something its API contract forbids; a connector bug."""
 
 
+class TopicNotFound(ConnectError):
+    """A topic read from the beginning does not exist (``kafka.log.read_topic_to_end``)."""
+
+
 class NotFoundException(ConnectError):
     """The named connector, task or plugin does not exist (REST 404)."""
 

@@ -26,7 +26,12 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaException, Message, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from connect_runtime.errors import ConnectError, KafkaTimeoutError, translate_kafka_error
+from connect_runtime.errors import (
+    ConnectError,
+    KafkaTimeoutError,
+    TopicNotFound,
+    translate_kafka_error,
+)
 from connect_runtime.kafka.clients import create_consumer, read_end_offsets, topic_partitions
 
 log = logging.getLogger(__name__)
@@ -154,14 +159,14 @@ def read_topic_to_end(
     """One-shot read of all of ``topic`` from the beginning to the end offsets listed
     now (see module doc), handing every record to ``callback`` on this thread.
 
-    Uses a fresh assign-only consumer and closes it. ConnectError if the topic does
+    Uses a fresh assign-only consumer and closes it. TopicNotFound if the topic does
     not exist; KafkaTimeoutError if the end is not reached within ``timeout``
     (for example because a transaction on the topic stays open).
     """
     deadline = time.monotonic() + timeout
     partitions = topic_partitions(admin, topic, timeout)
     if not partitions:
-        raise ConnectError(f"Topic '{topic}' does not exist")
+        raise TopicNotFound(f"Topic '{topic}' does not exist")
     targets = read_end_offsets(admin, topic, timeout=timeout, partitions=partitions)
     if not behind({}, targets):
         return

@@ -244,6 +244,9 @@ def test_kip618_smooth_migration_example(
         only_global = store.connector_offsets(CONNECTOR, None, timeout=30)
         assert by_partition(only_global) == by_partition(
             [{"partition": p, "offset": o} for p, o in KIP_GLOBAL])
+        # An own topic its tasks have not created yet holds nothing: the global view.
+        not_yet = store.connector_offsets(CONNECTOR, unique_name("not-created"), timeout=30)
+        assert by_partition(not_yet) == by_partition(only_global)
     finally:
         store.stop()
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from confluent_kafka.admin import AdminClient
 
+from connect_runtime.errors import TopicNotFound
 from connect_runtime.kafka.clients import ClientSettings, create_admin
 from connect_runtime.kafka.log import KafkaBasedLog
 from connect_runtime.storage.offsets.views import (
@@ -102,5 +103,12 @@ class OffsetStore:
             source = OffsetSource(self._consumer_config, self._admin, connector_topic)
         if source is not None:
             remaining = max(0.0, deadline - time.monotonic())
-            view = combine_offsets(view, source.read(connector, remaining))
+            try:
+                own = source.read(connector, remaining)
+            except TopicNotFound:
+                # Its tasks create it at their first start: until then it holds nothing
+                # (GET .../offsets answered 500 here before).
+                own = None
+            if own is not None:
+                view = combine_offsets(view, own)
         return to_rest_offsets(view)

@@ -7,11 +7,12 @@ import statistics
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from confluent_kafka import Consumer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka import Consumer, IsolationLevel, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO / "tests"), str(REPO / "tests" / "e2e")]
@@ -40,7 +41,7 @@ class Measurement:
 
     @property
     def records_per_s(self) -> float:
-        return self.records / self.seconds
+        return self.records / self.seconds if self.seconds else 0.0
 
     @property
     def records_per_s_per_core(self) -> float | None:
@@ -52,7 +53,7 @@ class Measurement:
 
     @property
     def cpu_s_per_million(self) -> float:
-        return self.cpu_seconds / self.records * 1e6
+        return self.cpu_seconds / self.records * 1e6 if self.records else 0.0
 
     @property
     def txn_size(self) -> float:
@@ -67,6 +68,11 @@ class Scenario:
     name: str
     tasks: int = 1
     runs: list[Measurement] = field(default_factory=list)
+    # How throughput was measured: "count" (a fixed record count, timed from its
+    # first record to its last: the limit from its first produce, the product by
+    # a read_committed consumer) or "window" (the growth of the topic's last
+    # stable offsets over a steady-state window, no consumer: ``measure_window``).
+    method: str = "count"
 
     def median(self, attr: str) -> float | None:
         values = [getattr(r, attr) for r in self.runs if getattr(r, attr) is not None]
@@ -85,6 +91,112 @@ def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap})
     for f in admin.create_topics([NewTopic(topic, partitions, 1)]).values():
         f.result()
+
+
+class CommittedOffsets:
+    """The records of a topic that a ``read_committed`` consumer can see: the sum
+    of its partitions' last stable offsets (ListOffsets, READ_COMMITTED), read
+    without consuming.
+
+    The offsets also count one transaction marker per partition a transaction
+    wrote: one per 1,000 records at worst in these benchmarks (0.1%), under 0.1%
+    with time-bounded transactions.
+    """
+
+    def __init__(self, bootstrap: str, topic: str, partitions: int) -> None:
+        self._admin = AdminClient({"bootstrap.servers": bootstrap})
+        self._partitions = [TopicPartition(topic, p) for p in range(partitions)]
+
+    def count(self) -> tuple[float, int]:
+        """(when, epoch s: the middle of the request; the count)."""
+        before = time.time()
+        futures = self._admin.list_offsets(
+            {tp: OffsetSpec.latest() for tp in self._partitions},
+            isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=30)
+        count = sum(max(0, f.result().offset) for f in futures.values())
+        return (before + time.time()) / 2, count
+
+
+# The steady-state window (``measure_window``): its length at --scale 1, its
+# shortest, and the warm-up between the first committed record and its start.
+WINDOW_S = 5.0
+MIN_WINDOW_S = 1.0
+WARMUP_S = 2.0
+EDGE_POLL_S = 0.05  # how often the window's ends read the offsets
+
+
+def window_for(scale: float) -> float:
+    return max(MIN_WINDOW_S, WINDOW_S * scale)
+
+
+@dataclass
+class Window:
+    """What ``measure_window`` saw."""
+
+    records: int  # growth of the last stable offsets over the window
+    seconds: float  # the window's length, between the middles of its two requests
+    cpu_seconds: float  # the ``cpu`` callable's growth over the window
+    ready_seconds: float  # from ``started`` until ``ready`` held
+
+
+def measure_window(visible: CommittedOffsets, window_s: float, cpu: Callable[[], float], *,
+                   started: float, ready: Callable[[], bool] | None = None,
+                   warmup_s: float = WARMUP_S, warmup_records: int = 0,
+                   timeout: float = 300, poll_s: float = 0.05,
+                   check: Callable[[], None] | None = None) -> Window:
+    """Steady-state throughput of whatever writes the topic of ``visible``,
+    measured without reading it: wait until ``ready`` holds (by default: a first
+    committed record; polled every ``poll_s``), ``warmup_s`` more (and until
+    ``warmup_records`` are committed, for a JVM's JIT), then count the records
+    committed over at least ``window_s`` seconds as the growth of the topic's
+    last stable offsets, and the CPU seconds ``cpu`` reports over the same time.
+
+    The last stable offset moves only when a transaction commits, so a window of
+    fixed ends would count whole transactions or not (with 1 s transactions, a
+    5 s window would be off by up to a fifth). The window therefore runs from one
+    observed move of the offsets to the first move ``window_s`` or more later
+    (offsets read every ``EDGE_POLL_S``): it holds whole transactions, and its
+    ends are off by at most that poll interval. ``check`` (raises if the writer
+    died) is called while waiting. The writer must not run out of records
+    before the window closes: the caller checks that it did not.
+    """
+    ready = ready or (lambda: visible.count()[1] > 0)
+    deadline = time.monotonic() + timeout
+
+    def waiting(what: str) -> None:
+        if check is not None:
+            check()
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"timed out ({timeout:.0f} s) waiting for {what}")
+
+    while not ready():
+        waiting("a first commit")
+        time.sleep(poll_s)
+    ready_seconds = time.time() - started
+    time.sleep(warmup_s)
+    while warmup_records and visible.count()[1] < warmup_records:
+        waiting(f"{warmup_records} records (warm-up)")
+        time.sleep(poll_s)
+
+    def next_move(after: int) -> tuple[float, int]:
+        while True:
+            t, c = visible.count()
+            if c != after:
+                return t, c
+            waiting("the committed offsets to move")
+            time.sleep(EDGE_POLL_S)
+
+    _, c = visible.count()
+    t0, c0 = next_move(c)
+    cpu0 = cpu()
+    time.sleep(max(0.0, t0 + window_s - time.time()))
+    _, c = visible.count()
+    t1, c1 = next_move(c)
+    cpu1 = cpu()
+    if check is not None:
+        check()
+    return Window(records=c1 - c0, seconds=t1 - t0, cpu_seconds=cpu1 - cpu0,
+                  ready_seconds=ready_seconds)
 
 
 class CommittedCounter:
@@ -180,6 +292,20 @@ def rss_mb(pid: int) -> float | None:
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
             if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        return None
+    return None
+
+
+def pss_mb(pid: int) -> float | None:
+    """Proportional set size: each resident page divided by the processes sharing it
+    (``/proc/PID/smaps_rollup``). Summed over processes that share pages through
+    ``fork`` (PySpark's daemon and its Python workers), it does not count them twice
+    as RSS does."""
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
                 return int(line.split()[1]) / 1024
     except OSError:
         return None

@@ -15,6 +15,13 @@ warm up (300,000 records of 100 B ran at 116-159k records/s, 3,000,000 at
 scenario's record count. CPU is the JVM's, from the operating
 system, minus that of a one-record run with the same settings (JVM start, JIT,
 ``initTransactions``), so it is what the records cost.
+
+That is the "count" method. ``run_java_limit_window`` ("window") runs the tool
+without end instead and measures it as ``bench.limit.run_limit_window`` does
+the librdkafka producer: the growth of the topic's last stable offsets over a
+steady-state window after a warm-up (JVM start and JIT excluded that way:
+the window opens no earlier than ``WARMUP_BYTES`` of values), no consumer,
+the JVM's CPU over the window.
 """
 
 from __future__ import annotations
@@ -23,10 +30,19 @@ import functools
 import re
 import resource
 import subprocess
+import tempfile
+import time
 import uuid
 from pathlib import Path
 
-from bench.common import Measurement, create_topic
+from bench.common import (
+    WARMUP_S,
+    CommittedOffsets,
+    Measurement,
+    create_topic,
+    measure_window,
+    tree_cpu_seconds,
+)
 from bench.kafka_connect import maven_jars
 
 VERSION = "4.1.1"
@@ -48,11 +64,8 @@ def fetch() -> Path:
     return maven_jars(POM, LIBS)
 
 
-def _run(bootstrap: str, records: int, value_size: int, every_ms: int | None,
-         transactional: bool) -> tuple[float, float]:
-    """(records/s as the tool reports it, CPU seconds of its JVM)."""
-    topic = f"bench-java-limit-{uuid.uuid4().hex[:8]}"
-    create_topic(bootstrap, topic, 1)
+def _command(bootstrap: str, topic: str, records: int, value_size: int, every_ms: int | None,
+             transactional: bool) -> list[str]:
     props = {"bootstrap.servers": bootstrap, **PRODUCER_PROPS}
     command = ["java", "-Xms512m", "-Xmx1g", "-cp", f"{fetch()}/*", MAIN, "--topic", topic,
                "--num-records", str(records), "--record-size", str(value_size),
@@ -61,6 +74,15 @@ def _run(bootstrap: str, records: int, value_size: int, every_ms: int | None,
     if transactional:
         command += ["--transaction-duration-ms", str(every_ms),
                     "--transactional-id", f"bench-java-{uuid.uuid4().hex[:8]}"]
+    return command
+
+
+def _run(bootstrap: str, records: int, value_size: int, every_ms: int | None,
+         transactional: bool) -> tuple[float, float]:
+    """(records/s as the tool reports it, CPU seconds of its JVM)."""
+    topic = f"bench-java-limit-{uuid.uuid4().hex[:8]}"
+    create_topic(bootstrap, topic, 1)
+    command = _command(bootstrap, topic, records, value_size, every_ms, transactional)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     done = subprocess.run(command, capture_output=True, text=True, timeout=600)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -96,3 +118,46 @@ def run_java_limit(bootstrap: str, records: int, value_size: int, every_ms: int 
     transactions = max(1, round(seconds * 1000 / every_ms)) if transactional and every_ms else 1
     return Measurement(records=records, value_size=value_size, seconds=seconds,
                        cpu_seconds=max(0.0, cpu - fixed), transactions=transactions)
+
+
+# Records for a run without end: the tool stops at --num-records, which this
+# many would take hours to reach (its latency sample array stays bounded).
+ENDLESS = 10_000_000_000
+# The window opens once this much of values is committed too: the JIT has
+# warmed up by then (about a million records of 100 B, see the module doc).
+WARMUP_BYTES = 100_000_000
+
+
+def run_java_limit_window(bootstrap: str, window_s: float, value_size: int,
+                          every_ms: int | None, transactional: bool = True,
+                          partitions: int = 1, warmup_s: float = WARMUP_S) -> Measurement:
+    """The tool writing without end, measured over a steady-state window by the
+    topic's last stable offsets; killed once the window has closed."""
+    if transactional and not every_ms:
+        raise ValueError("ProducerPerformance commits by time only: give every_ms")
+    topic = f"bench-java-limit-{uuid.uuid4().hex[:8]}"
+    create_topic(bootstrap, topic, partitions)
+    command = _command(bootstrap, topic, ENDLESS, value_size, every_ms, transactional)
+    started = time.time()
+    with tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=err)
+        try:
+            def alive() -> None:
+                if proc.poll() is not None:
+                    err.seek(0)
+                    raise RuntimeError(f"ProducerPerformance exited ({proc.returncode}):\n"
+                                       f"{err.read().decode()[-2000:]}")
+
+            window = measure_window(CommittedOffsets(bootstrap, topic, partitions), window_s,
+                                    lambda: tree_cpu_seconds(proc.pid), started=started,
+                                    warmup_s=warmup_s,
+                                    warmup_records=WARMUP_BYTES // value_size,
+                                    timeout=120, check=alive)
+        finally:
+            proc.kill()
+            proc.wait(30)
+    transactions = (max(1, round(window.seconds * 1000 / every_ms))
+                    if transactional and every_ms else 1)
+    return Measurement(records=window.records, value_size=value_size, seconds=window.seconds,
+                       cpu_seconds=window.cpu_seconds, transactions=transactions,
+                       startup_seconds=window.ready_seconds)

@@ -1,4 +1,12 @@
-"""This project: connectors on a real worker (Spark local[*]) against the same broker."""
+"""This project: connectors on a real worker (Spark local[*]) against the same broker.
+
+Two methods (``bench.run --method``): ``run_connector`` ("count") writes a fixed
+number of records and times them with a ``read_committed`` consumer reading the
+topic meanwhile; ``run_connector_window`` ("window") runs a source that does not
+end and counts the records committed over a steady-state window by the topic's
+last stable offsets, without a consumer, as ``bench.limit.run_limit_window``
+measures the limit.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import (
+    WARMUP_S,
     CommittedCounter,
     Measurement,
     WorkerProcess,
@@ -18,6 +27,7 @@ from bench.common import (
     rss_mb,
     tree_cpu_seconds,
 )
+from bench.steady import measure_steady
 
 
 def start_worker(bootstrap: str, workdir: Path) -> WorkerProcess:
@@ -79,6 +89,28 @@ def run_connector(worker: Any, config: dict[str, str], records: int, partitions:
     finally:
         counter.stop()
         _delete(worker, name)
+
+
+def run_connector_window(worker: Any, config: dict[str, str], tasks: int, value_size: int,
+                         boundary: str, size_or_ms: int, window_s: float,
+                         inputs: list[Path] | None = None) -> Measurement:
+    """Create a connector whose source does not run out within the window (the
+    sequence connector without ``max.records``; a file source over ``inputs``,
+    checked afterwards), ``tasks`` tasks writing a new topic of ``tasks``
+    partitions; once every task has committed and ``WARMUP_S`` more, count the
+    records committed over ``window_s`` seconds (``bench.steady``). CPU: the
+    worker's process tree (for Kafka Connect: its JVM) over the window."""
+    def transactions(records: int, seconds: float) -> int:
+        if boundary == "poll":  # one per poll of ``size_or_ms`` records
+            return round(records / size_or_ms)
+        return round(tasks * seconds * 1000 / size_or_ms)
+
+    m = measure_steady(worker, [config], window_s, tasks, partitions=tasks,
+                       value_size=value_size, warmup_s=WARMUP_S, transactions=transactions,
+                       inputs=inputs, prefix="bench")
+    assert worker.proc is not None
+    m.worker_rss_mb = rss_mb(worker.proc.pid)
+    return m
 
 
 def _delete(worker: Any, name: str) -> None:

@@ -1,6 +1,7 @@
 """Runs every benchmark scenario against one broker and writes the results.
 
     .venv/bin/python -m bench.run --bootstrap-server HOST:PORT [--runs 3] [--scale 1.0]
+        [--only PART] [--method window|count|both]
 
 (``bash bench/run.sh`` starts a broker of its own and calls this.) Writes
 ``bench/results/latest.json``, ``bench/results/latest.md`` (the tables),
@@ -9,6 +10,27 @@
 ``docs/benchmarks-scaling.png`` (throughput against tasks, ``bench.scaling``),
 and prints the tables. Figures are medians of ``--runs`` runs; "spread" is
 (max - min) / median.
+
+``--method`` says how the limit, this project and Kafka Connect are measured:
+
+* ``window`` (the default): steady state. Each source runs without end (the
+  limit's producer in a process of its own, the sequence connector without
+  ``max.records``, the file sources over a file larger than the window needs);
+  once its first records are committed and ``WARMUP_S`` more, the records
+  committed over a window of 5 s x ``--scale`` are the growth of the topic's
+  last stable offsets (ListOffsets, READ_COMMITTED), with no consumer reading
+  the topic; CPU is over the same window. The limit and the product are
+  measured the same way, on the same number of partitions.
+* ``count`` (the method before issue 33): a fixed number of records; the limit
+  timed from its first ``produce`` to its last commit with no consumer, the
+  product by a ``read_committed`` consumer reading the topic meanwhile.
+* ``both``: every throughput scenario both ways, in the same run.
+
+The tables show the window figures, with the count ("old method") figures
+beside them: from the same run with ``both``, otherwise from
+``bench/results/old-method.json`` (the last full run before the change). The
+task loop alone (``bench.task_loop``) and the latency scenario are always
+measured by count (the loop has no consumer; latency needs one).
 """
 
 from __future__ import annotations
@@ -16,24 +38,29 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import re
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, fields
 from functools import partial
 from pathlib import Path
 from typing import Any
 
-from bench.common import Measurement, Scenario
-from bench.java_limit import run_java_limit
-from bench.limit import run_limit
+from bench.common import WARMUP_S, Measurement, Scenario, window_for
+from bench.java_limit import run_java_limit, run_java_limit_window
+from bench.limit import run_limit, run_limit_window
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "bench" / "results"
 PLOT = REPO / "docs" / "benchmarks-throughput.png"
 SCALING_PLOT = REPO / "docs" / "benchmarks-scaling.png"
+# The count method's figures from the last full run before the window method
+# (commit 55c7736): the "old method" columns when this run measures no counts.
+OLD_METHOD = RESULTS / "old-method.json"
+METHODS = {"window": ("window",), "count": ("count",), "both": ("window", "count")}
 
 # Transaction modes shared by the limit and this project: label -> (records, ms).
 MODES: dict[str, tuple[int | None, int | None]] = {
@@ -67,65 +94,99 @@ def repeat(scenario: Scenario, runs: int, once: Callable[[], Measurement]) -> Sc
     for i in range(runs):
         m = once()
         scenario.runs.append(m)
-        print(f"  {scenario.group}/{scenario.name} run {i + 1}: {m.records_per_s:,.0f} rec/s "
+        print(f"  {scenario.group}/{scenario.name} [{scenario.method}] run {i + 1}: "
+              f"{m.records_per_s:,.0f} rec/s "
               f"({m.mb_per_s:.1f} MB/s), {m.txn_size:,.0f} rec/txn", flush=True)
     return scenario
 
 
-def limit_scenarios(bootstrap: str, runs: int, n100: int, n1k: int) -> list[Scenario]:
+def limit_scenarios(bootstrap: str, runs: int, n100: int, n1k: int,
+                    methods: tuple[str, ...] = ("count",), window_s: float = 5.0,
+                    ) -> list[Scenario]:
     """The raw librdkafka producer (group "limit") and Kafka's Java
-    ProducerPerformance (group "limit-java", time-based modes only) per mode."""
+    ProducerPerformance (group "limit-java", time-based modes only) per mode,
+    one topic partition, measured by each of ``methods``."""
     out = []
     for size, n in ((100, n100), (1000, n1k)):
         for label, (every, ms) in MODES.items():
             k = n * long_factor(ms)
-            out.append(repeat(Scenario("limit", f"{label}, {size} B"), runs,
-                              partial(run_limit, bootstrap, k, size, every, ms)))
-            if ms is not None:
-                out.append(repeat(Scenario("limit-java", f"{label}, {size} B"), runs,
-                                  partial(run_java_limit, bootstrap, k, size, ms)))
-        out.append(repeat(Scenario("limit", f"no txn, {size} B"), runs,
-                          partial(run_limit, bootstrap, n, size, None, None, False)))
-        out.append(repeat(Scenario("limit-java", f"no txn, {size} B"), runs,
-                          partial(run_java_limit, bootstrap, n, size, None, False)))
+            for method in methods:
+                out.append(repeat(
+                    Scenario("limit", f"{label}, {size} B", method=method), runs,
+                    partial(run_limit_window, bootstrap, window_s, size, every, ms)
+                    if method == "window" else partial(run_limit, bootstrap, k, size, every, ms)))
+                if ms is not None:
+                    out.append(repeat(
+                        Scenario("limit-java", f"{label}, {size} B", method=method), runs,
+                        partial(run_java_limit_window, bootstrap, window_s, size, ms)
+                        if method == "window" else partial(run_java_limit, bootstrap, k, size, ms)))
+        for method in methods:
+            out.append(repeat(
+                Scenario("limit", f"no txn, {size} B", method=method), runs,
+                partial(run_limit_window, bootstrap, window_s, size, None, None, False)
+                if method == "window" else partial(run_limit, bootstrap, n, size, None, None,
+                                                   False)))
+            out.append(repeat(
+                Scenario("limit-java", f"no txn, {size} B", method=method), runs,
+                partial(run_java_limit_window, bootstrap, window_s, size, None, False)
+                if method == "window" else partial(run_java_limit, bootstrap, n, size, None,
+                                                   False)))
     return out
 
 
-def project_scenarios(bootstrap: str, runs: int, n100: int, n1k: int,
-                      workdir: Path) -> tuple[list[Scenario], Scenario]:
-    from bench.project import measure_recovery, run_connector, sequence_config, start_worker
+def project_scenarios(bootstrap: str, runs: int, n100: int, n1k: int, workdir: Path,
+                      methods: tuple[str, ...] = ("count",), window_s: float = 5.0,
+                      ) -> tuple[list[Scenario], Scenario]:
+    from bench.project import (
+        measure_recovery,
+        run_connector,
+        run_connector_window,
+        sequence_config,
+        start_worker,
+    )
 
     worker = start_worker(bootstrap, workdir)
     out: list[Scenario] = []
     try:
         def seq(name: str, tasks: int, n: int, size: int, boundary: str, value: int,
-                rate: float = 0, hint: int = 1, batches: bool = True) -> Scenario:
-            return repeat(Scenario("project", name, tasks), runs, lambda: run_connector(
-                worker, sequence_config(tasks, n, size, boundary, value, rate, batches), n,
-                tasks, size, hint))
+                rate: float = 0, hint: int = 1, batches: bool = True,
+                only: tuple[str, ...] | None = None) -> list[Scenario]:
+            done = []
+            for method in only or methods:
+                if method == "window":  # without max.records: it does not run out
+                    config = sequence_config(tasks, 0, size, boundary, value, rate, batches)
+                    once = partial(run_connector_window, worker, config, tasks, size, boundary,
+                                   value, window_s)
+                else:
+                    once = partial(run_connector, worker, sequence_config(
+                        tasks, n, size, boundary, value, rate, batches), n, tasks, size, hint)
+                done.append(repeat(Scenario("project", name, tasks, method=method), runs, once))
+            return done
 
         for label, (boundary, value, _) in BOUNDARIES.items():
             hint, k = _transactions_and_records(boundary, value, n100)
-            out.append(seq(f"sequence {label}, 100 B", 1, k, 100, boundary, value, hint=hint))
+            out += seq(f"sequence {label}, 100 B", 1, k, 100, boundary, value, hint=hint)
         # The same connector returning one SourceRecord per record: what batches buy.
         hint, k = _transactions_and_records("interval", 100, n100)
-        out.append(seq(f"sequence interval 100 ms, 100 B, {RECORDS_FORM}", 1, k, 100,
-                       "interval", 100, hint=hint, batches=False))
+        out += seq(f"sequence interval 100 ms, 100 B, {RECORDS_FORM}", 1, k, 100,
+                   "interval", 100, hint=hint, batches=False)
         for label in ("poll 1,000", "poll 10,000"):
             boundary, value, _ = BOUNDARIES[label]
-            out.append(seq(f"sequence {label}, 1000 B", 1, n1k, 1000, boundary, value,
-                           hint=max(1, n1k // value)))
+            out += seq(f"sequence {label}, 1000 B", 1, n1k, 1000, boundary, value,
+                       hint=max(1, n1k // value))
         for tasks in (2, 4):
-            out.append(seq(f"sequence poll 1,000, 100 B, {tasks} tasks", tasks, n100 * tasks,
-                           100, "poll", 1000, hint=n100 * tasks // 1000))
+            out += seq(f"sequence poll 1,000, 100 B, {tasks} tasks", tasks, n100 * tasks,
+                       100, "poll", 1000, hint=n100 * tasks // 1000)
         out += file_scenarios("project", worker, "FileStreamSourceConnector", runs, n100,
-                              workdir)
-        # Latency at half the measured maximum, interval 100 ms (the target's setting).
-        top = next(s for s in out if s.name == "sequence interval 100 ms, 100 B")
+                              workdir, methods, window_s)
+        # Latency at half the measured maximum (the first method's), interval 100 ms
+        # (the target's setting); measured by a consumer whatever the method.
+        top = next(s for s in out if s.name == "sequence interval 100 ms, 100 B"
+                   and s.method == methods[0])
         rate = 0.5 * (top.median("records_per_s") or 10_000)
         n = int(rate * 10)
-        out.append(seq("sequence interval 100 ms, 100 B, at 50% of max (latency)", 1, n, 100,
-                       "interval", 100, rate=rate, hint=-100))
+        out += seq("sequence interval 100 ms, 100 B, at 50% of max (latency)", 1, n, 100,
+                   "interval", 100, rate=rate, hint=-100, only=("count",))
         recovery = Scenario("project", "recovery after SIGKILL of the task process")
         for _ in range(runs):
             seconds = measure_recovery(worker)
@@ -169,30 +230,44 @@ def profiles(bootstrap: str) -> str:
     return "\n".join(parts)
 
 
-def java_scenarios(bootstrap: str, runs: int, n100: int, workdir: Path) -> list[Scenario]:
+def java_scenarios(bootstrap: str, runs: int, n100: int, workdir: Path,
+                   methods: tuple[str, ...] = ("count",), window_s: float = 5.0,
+                   ) -> list[Scenario]:
     """Kafka Connect's FileStreamSourceConnector over the same kind of input."""
     from bench.kafka_connect import CONNECTOR_CLASS, JavaWorker
 
     worker = JavaWorker(bootstrap, workdir).start()
     try:
-        return file_scenarios("kafka-connect", worker, CONNECTOR_CLASS, runs, n100, workdir)
+        return file_scenarios("kafka-connect", worker, CONNECTOR_CLASS, runs, n100, workdir,
+                              methods, window_s)
     finally:
         worker.stop()
 
 
 def file_scenarios(group: str, worker: Any, connector_class: str, runs: int, n100: int,
-                   workdir: Path) -> list[Scenario]:
-    """One file-source task per boundary, 100 B lines; same inputs for every group."""
-    from bench.project import file_config, run_connector, write_inputs
+                   workdir: Path, methods: tuple[str, ...] = ("count",),
+                   window_s: float = 5.0) -> list[Scenario]:
+    """One file-source task per boundary, 100 B lines; same inputs for every group
+    (for the window method, one file the window cannot exhaust, ``bench.steady``)."""
+    from bench.project import file_config, run_connector, run_connector_window, write_inputs
+    from bench.steady import inputs
 
     out = []
     for label, (boundary, value, _) in BOUNDARIES.items():
-        hint, k = _transactions_and_records(boundary, value, n100)
-        path = write_inputs(workdir, k, 100)
-        out.append(repeat(Scenario(group, f"file {label}, 100 B"), runs,
-                          partial(run_connector, worker,
-                                  file_config(path, boundary, value, connector_class), k, 1,
-                                  100, hint)))
+        for method in methods:
+            if method == "window":
+                paths = inputs(workdir, 1, window_s)
+                once = partial(run_connector_window, worker,
+                               file_config(paths[0], boundary, value, connector_class), 1, 100,
+                               boundary, value, window_s, paths)
+            else:
+                hint, k = _transactions_and_records(boundary, value, n100)
+                path = write_inputs(workdir, k, 100)
+                once = partial(run_connector, worker,
+                               file_config(path, boundary, value, connector_class), k, 1, 100,
+                               hint)
+            out.append(repeat(Scenario(group, f"file {label}, 100 B", method=method), runs,
+                              once))
     return out
 
 
@@ -208,7 +283,8 @@ def _fmt(value: float | None, pattern: str = "{:,.0f}") -> str:
 
 def _limit_for(scenario: Scenario, limits: list[Scenario]) -> Scenario | None:
     """The faster of the two producers' scenarios (librdkafka, Java) with the same
-    transaction sizes and value size: ratios are against the higher limit."""
+    transaction sizes and value size among ``limits`` (of one method): ratios are
+    against the higher limit."""
     if "latency" in scenario.name:
         return None
     size = "1000 B" if "1000 B" in scenario.name else "100 B"
@@ -219,77 +295,214 @@ def _limit_for(scenario: Scenario, limits: list[Scenario]) -> Scenario | None:
     return None
 
 
-def _ratio(value: float, reference: Scenario | None) -> str:
+def _ratio(value: float | None, reference: Scenario | None) -> str:
     ref = reference.median("records_per_s") if reference else None
-    return f"{value / ref:.2f}" if ref else "-"
+    return f"{value / ref:.2f}" if ref and value is not None else "-"
+
+
+def _per_task(s: Scenario | None) -> float | None:
+    rate = s.median("records_per_s") if s else None
+    return rate / s.tasks if s and rate is not None else None
+
+
+def _find(scenarios: list[Scenario], like: Scenario) -> Scenario | None:
+    return next((s for s in scenarios if s.group == like.group and s.name == like.name
+                 and s.tasks == like.tasks), None)
+
+
+@dataclass
+class Results:
+    """One run's scenarios, split by method: ``new`` is what the tables show
+    (the window method's scenarios if the run measured any, else the count
+    method's), ``old`` the count method's beside them (this run's, or those of
+    ``OLD_METHOD`` when this run measured none; empty when ``new`` is count)."""
+
+    new: list[Scenario]
+    old: list[Scenario]
+    old_source: str | None  # where ``old`` comes from, for the tables' header
+
+    @classmethod
+    def of(cls, scenarios: list[Scenario], baseline: Path | None = OLD_METHOD) -> Results:
+        window = [s for s in scenarios if s.method == "window"]
+        count = [s for s in scenarios if s.method == "count"]
+        if not window:
+            return cls(count, [], None)
+        measured = [s for s in count if "latency" not in s.name and s.group != "loop"]
+        if measured:
+            return cls(window + [s for s in count if s not in measured], measured, "this run")
+        old, source = load_old(baseline) if baseline else ([], None)
+        return cls(window + count, old, source)
+
+    def group(self, *groups: str, old: bool = False) -> list[Scenario]:
+        return [s for s in (self.old if old else self.new) if s.group in groups]
+
+
+def load_old(path: Path) -> tuple[list[Scenario], str | None]:
+    """The count-method scenarios of a results file (``OLD_METHOD``)."""
+    if not path.exists():
+        return [], None
+    data = json.loads(path.read_text())
+    names = {f.name for f in fields(Measurement)}
+    out = [Scenario(d["group"], d["name"], d.get("tasks", 1),
+                    [Measurement(**{k: v for k, v in r.items() if k in names})
+                     for r in d["runs"]], method=d.get("method", "count"))
+           for d in data["scenarios"]]
+    return ([s for s in out if s.method == "count" and s.group != "scaling"],
+            f"`{path.relative_to(REPO)}`, commit `{data.get('commit', '?')}`")
+
+
+def method_note(results: Results, window_s: float) -> str:
+    if not any(s.method == "window" for s in results.new):
+        return ("Throughput by count (`--method count`): a fixed number of records, the "
+                "limit timed from its first produce to its last commit, the product by a "
+                "`read_committed` consumer reading the topic meanwhile.")
+    note = (f"Throughput in steady state (`--method window`): once a source's first records "
+            f"are committed and {WARMUP_S:g} s more, the records committed over at least "
+            f"{window_s:g} s (whole transactions) by the topic's last stable offsets "
+            f"(ListOffsets, READ_COMMITTED), no consumer reading; the limit and the product "
+            f"measured alike, on as many partitions as tasks (1 unless the scenario says). "
+            f"CPU over the same window. ")
+    if results.old:
+        note += (f"\"old method\": the count method (fixed record count; the limit from first "
+                 f"produce to last commit without a consumer, the product by a `read_committed` "
+                 f"consumer), from {results.old_source}.")
+    return note
 
 
 def tables(limit: list[Scenario], project: list[Scenario], recovery: Scenario,
-           java: list[Scenario], loop: list[Scenario]) -> str:
-    java_by_name = {s.name: s for s in java}
-    lines: list[str] = []
+           java: list[Scenario], loop: list[Scenario], results: Results | None = None,
+           window_s: float = 5.0) -> str:
+    results = results or Results.of([*limit, *project, *java, *loop], None)
+    has_old = bool(results.old)
+    new_limits = results.group("limit", "limit-java")
+    old_limits = results.group("limit", "limit-java", old=True)
+    new_java = results.group("kafka-connect")
+    old_java = results.group("kafka-connect", old=True)
+    old_project = results.group("project", old=True)
+
+    def old_cols(*values: str) -> str:
+        return "".join(f" {v} |" for v in values) if has_old else ""
+
+    lines: list[str] = [method_note(results, window_s), ""]
     if limit:
         lines += ["### The limit (one producer, 1 partition)", "",
                   "librdkafka: the raw confluent-kafka loop (`bench/limit.py`); Java: Kafka's "
                   "`ProducerPerformance` (`bench/java_limit.py`, time-based transactions only). "
                   "Ratios below are against the faster of the two.", "",
-                  "| mode | producer | records/s | spread | MB/s | rec/txn | CPU s / M records |",
-                  "|---|---|---|---|---|---|---|"]
-    for s in sorted(limit, key=lambda s: (s.name, s.group)):
+                  "| mode | producer | records/s | spread | MB/s | rec/txn | CPU s / M records |"
+                  + old_cols("records/s, old method", "CPU s / M, old method"),
+                  "|---|---|---|---|---|---|---|" + old_cols("---", "---")]
+    for s in sorted(results.group("limit", "limit-java"), key=lambda s: (s.name, s.group)):
         producer = "Java" if s.group == "limit-java" else "librdkafka"
+        o = _find(old_limits, s)
         lines.append(f"| {s.name} | {producer} | {_fmt(s.median('records_per_s'))} | "
                      f"{_fmt(s.spread('records_per_s'), '{:.0%}')} | "
                      f"{_fmt(s.median('mb_per_s'), '{:.1f}')} | "
                      f"{_fmt(s.median('txn_size'))} | "
-                     f"{_fmt(s.median('cpu_s_per_million'), '{:.1f}')} |")
+                     f"{_fmt(s.median('cpu_s_per_million'), '{:.1f}')} |"
+                     + old_cols(_fmt(o.median("records_per_s") if o else None),
+                                _fmt(o.median("cpu_s_per_million") if o else None, "{:.1f}")))
+    rows = results.group("project")
     if project:
         lines += ["", "### This project (one worker, Spark local[*])", "",
                   "| scenario | records/s per task | spread | MB/s per task | ratio to the limit "
                   "| ratio to Kafka Connect | latency p50 / p99 ms | CPU s / M records | "
-                  "worker / task RSS MB | startup s |", "|---|---|---|---|---|---|---|---|---|---|"]
-    for s in project:
-        per_task = (s.median("records_per_s") or 0) / s.tasks
+                  "worker / task RSS MB | startup s |"
+                  + old_cols("records/s per task, old method", "ratio to the limit, old method",
+                             "ratio to Kafka Connect, old method", "CPU s / M, old method"),
+                  "|---|---|---|---|---|---|---|---|---|---|"
+                  + old_cols("---", "---", "---", "---")]
+    for s in rows:
+        per_task = _per_task(s)
         mb = (s.median("mb_per_s") or 0) / s.tasks
-        ratio = _ratio(per_task, _limit_for(s, limit))
-        vs_java = _ratio(per_task, java_by_name.get(s.name))
+        o = _find(old_project, s)
+        # Latency needs a consumer: the count method's (this run's), if any.
+        lat = s if s.method == "count" else (o if results.old_source == "this run" else None)
         lines.append(
-            f"| {s.name} | {per_task:,.0f} | {_fmt(s.spread('records_per_s'), '{:.0%}')} | "
-            f"{mb:.1f} | {ratio} | {vs_java} | {_fmt(s.median('latency_p50_ms'))} / "
-            f"{_fmt(s.median('latency_p99_ms'))} | "
+            f"| {s.name} | {_fmt(per_task)} | {_fmt(s.spread('records_per_s'), '{:.0%}')} | "
+            f"{mb:.1f} | {_ratio(per_task, _limit_for(s, new_limits))} | "
+            f"{_ratio(per_task, _find_named(new_java, s.name))} | "
+            f"{_fmt(lat.median('latency_p50_ms') if lat else None)} / "
+            f"{_fmt(lat.median('latency_p99_ms') if lat else None)} | "
             f"{_fmt(s.median('cpu_s_per_million'), '{:.1f}')} | "
             f"{_fmt(s.median('worker_rss_mb'))} / {_fmt(s.median('task_rss_mb'))} | "
-            f"{_fmt(s.median('startup_seconds'), '{:.1f}')} |")
+            f"{_fmt(s.median('startup_seconds'), '{:.1f}')} |"
+            + old_cols(_fmt(_per_task(o)), _ratio(_per_task(o), _limit_for(s, old_limits)),
+                       _ratio(_per_task(o), _find_named(old_java, s.name)),
+                       _fmt(o.median("cpu_s_per_million") if o else None, "{:.1f}")))
     if loop:
         lines += ["", "### The exactly-once task loop alone (bench.task_loop: no worker, no "
-                  "Spark)", "", "| scenario | records/s | spread | ratio to the limit | "
-                  "rec/txn | CPU s / M records |", "|---|---|---|---|---|---|"]
+                  "Spark; timed by count, first produce to last commit, like the old limit)", "",
+                  "| scenario | records/s | spread | ratio to the limit | rec/txn | "
+                  "CPU s / M records |" + old_cols("ratio to the limit, old method"),
+                  "|---|---|---|---|---|---|" + old_cols("---")]
         for s in loop:
+            rate = s.median("records_per_s")
             lines.append(
-                f"| {s.name} | {_fmt(s.median('records_per_s'))} | "
+                f"| {s.name} | {_fmt(rate)} | "
                 f"{_fmt(s.spread('records_per_s'), '{:.0%}')} | "
-                f"{_ratio(s.median('records_per_s') or 0, _limit_for(s, limit))} | "
+                f"{_ratio(rate, _limit_for(s, new_limits))} | "
                 f"{_fmt(s.median('txn_size'))} | "
-                f"{_fmt(s.median('cpu_s_per_million'), '{:.1f}')} |")
+                f"{_fmt(s.median('cpu_s_per_million'), '{:.1f}')} |"
+                + old_cols(_ratio(rate, _limit_for(s, old_limits))))
     if java:
         lines += ["", "### Apache Kafka Connect 4.1.1 (Java), FileStreamSourceConnector, "
                   "exactly.once.source.support=enabled", "",
                   "| scenario | records/s per task | spread | MB/s | latency p50 / p99 ms | "
-                  "CPU s / M records | worker RSS MB | startup s |",
-                  "|---|---|---|---|---|---|---|---|"]
-        for s in java:
+                  "CPU s / M records | worker RSS MB | startup s |"
+                  + old_cols("records/s, old method", "CPU s / M, old method"),
+                  "|---|---|---|---|---|---|---|---|" + old_cols("---", "---")]
+        for s in new_java:
+            o = _find(old_java, s)
+            lat = s if s.method == "count" else (o if results.old_source == "this run" else None)
             lines.append(
                 f"| {s.name} | {_fmt(s.median('records_per_s'))} | "
                 f"{_fmt(s.spread('records_per_s'), '{:.0%}')} | "
                 f"{_fmt(s.median('mb_per_s'), '{:.1f}')} | "
-                f"{_fmt(s.median('latency_p50_ms'))} / {_fmt(s.median('latency_p99_ms'))} | "
+                f"{_fmt(lat.median('latency_p50_ms') if lat else None)} / "
+                f"{_fmt(lat.median('latency_p99_ms') if lat else None)} | "
                 f"{_fmt(s.median('cpu_s_per_million'), '{:.1f}')} | "
                 f"{_fmt(s.median('worker_rss_mb'))} | "
-                f"{_fmt(s.median('startup_seconds'), '{:.1f}')} |")
+                f"{_fmt(s.median('startup_seconds'), '{:.1f}')} |"
+                + old_cols(_fmt(o.median("records_per_s") if o else None),
+                           _fmt(o.median("cpu_s_per_million") if o else None, "{:.1f}")))
+    if has_old and rows:
+        lines += ["", method_table(results)]
     if recovery.runs:
         lines += ["", f"Recovery after SIGKILL of the task's Python worker (REST restart "
                   f"included): median {_fmt(recovery.median('recovery_seconds'), '{:.2f}')} s, "
                   f"spread {_fmt(recovery.spread('recovery_seconds'), '{:.0%}')}."]
-    return "\n".join(lines).strip()
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
+
+
+def _find_named(scenarios: list[Scenario], name: str) -> Scenario | None:
+    return next((s for s in scenarios if s.name == name), None)
+
+
+def method_table(results: Results) -> str:
+    """Per-task records/s against the faster limit, by each method, side by side."""
+    new_limits = results.group("limit", "limit-java")
+    old_limits = results.group("limit", "limit-java", old=True)
+    lines = [f"### Ratios to the limit: old method (count; {results.old_source}) and new "
+             f"(steady-state window)", "",
+             "| scenario | limit, old | records/s per task, old | ratio, old | limit, new | "
+             "records/s per task, new | ratio, new | CPU s / M, old: product / limit | "
+             "CPU s / M, new: product / limit |", "|---|---|---|---|---|---|---|---|---|"]
+    for s in results.group("project"):
+        if "latency" in s.name:
+            continue
+        o = _find(results.group("project", old=True), s)
+        ln, lo = _limit_for(s, new_limits), _limit_for(s, old_limits)
+
+        def cpu(x: Scenario | None) -> str:
+            return _fmt(x.median("cpu_s_per_million") if x else None, "{:.1f}")
+
+        lines.append(
+            f"| {s.name} | {_fmt(lo.median('records_per_s') if lo else None)} | "
+            f"{_fmt(_per_task(o))} | {_ratio(_per_task(o), lo)} | "
+            f"{_fmt(ln.median('records_per_s') if ln else None)} | {_fmt(_per_task(s))} | "
+            f"{_ratio(_per_task(s), ln)} | {cpu(o)} / {cpu(lo)} | {cpu(s)} / {cpu(ln)} |")
+    return "\n".join(lines)
 
 
 def plot(limit: list[Scenario], project: list[Scenario], java: list[Scenario]) -> None:
@@ -331,13 +544,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--scale", type=float, default=1.0,
                         help="multiplies the record counts (default 1: 300k x 100 B, 60k x 1 KB) "
-                             "and the scaling part's measuring window (5 s)")
+                             "and the measuring windows (5 s)")
     parser.add_argument("--only", choices=["limit", "loop", "project", "kafka-connect", "profile",
                                            "scaling"], default=None)
+    parser.add_argument("--method", choices=list(METHODS), default="window",
+                        help="how throughput is measured: steady-state windows by end offsets "
+                             "(default), fixed counts (the method before issue 33), or both")
     args = parser.parse_args(argv)
     if args.runs < 1 or args.scale <= 0:
         parser.error("--runs must be >= 1 and --scale > 0")
     n100, n1k = int(300_000 * args.scale), int(60_000 * args.scale)
+    methods = METHODS[args.method]
+    window_s = window_for(args.scale)
     started = time.time()
     def wanted(part: str) -> bool:
         return args.only in (None, part)
@@ -346,7 +564,7 @@ def main(argv: list[str] | None = None) -> int:
 
     print("warming the broker up (40 s of transactional writes, not measured)", flush=True)
     warm_up(args.bootstrap_server)
-    limit = limit_scenarios(args.bootstrap_server, args.runs, n100, n1k) \
+    limit = limit_scenarios(args.bootstrap_server, args.runs, n100, n1k, methods, window_s) \
         if wanted("limit") else []
     loop = loop_scenarios(args.bootstrap_server, args.runs, n100) if wanted("loop") else []
     project: list[Scenario] = []
@@ -356,20 +574,22 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="bench-") as tmp:
         if wanted("project"):
             project, recovery = project_scenarios(args.bootstrap_server, args.runs, n100, n1k,
-                                                  Path(tmp))
+                                                  Path(tmp), methods, window_s)
         if wanted("kafka-connect"):
-            java = java_scenarios(args.bootstrap_server, args.runs, n100, Path(tmp))
+            java = java_scenarios(args.bootstrap_server, args.runs, n100, Path(tmp), methods,
+                                  window_s)
         if wanted("scaling"):
-            from bench.scaling import scaling_scenarios, window_for
+            from bench.scaling import scaling_scenarios
 
-            scaling = scaling_scenarios(args.bootstrap_server, args.runs,
-                                        window_for(args.scale), Path(tmp))
+            scaling = scaling_scenarios(args.bootstrap_server, args.runs, window_s, Path(tmp))
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO,
                             capture_output=True, text=True).stdout.strip()
     machine = (f"{platform.machine()}, {platform.processor() or 'cpu'}, "
                f"{_cores()} cores, Python {platform.python_version()}")
     profile_text = profiles(args.bootstrap_server) if wanted("profile") else ""
-    text = tables(limit, project, recovery, java, loop)
+    results = Results.of([*limit, *loop, *project, *java])
+    text = tables(limit, project, recovery, java, loop, results, window_s) \
+        if limit or loop or project or java else ""
     if scaling:
         from bench.scaling import plot_scaling, scaling_table
 
@@ -381,15 +601,19 @@ def main(argv: list[str] | None = None) -> int:
     stem = f"latest-{args.only}" if args.only else "latest"
     (RESULTS / f"{stem}.md").write_text(header + text + "\n")
     (RESULTS / f"{stem}.json").write_text(json.dumps({
-        "commit": commit, "machine": machine, "runs": args.runs,
-        "scenarios": [{"group": s.group, "name": s.name, "tasks": s.tasks,
+        "commit": commit, "machine": machine, "runs": args.runs, "method": args.method,
+        "window_s": window_s, "warmup_s": WARMUP_S, "old_method_source": results.old_source,
+        "scenarios": [{"group": s.group, "name": s.name, "tasks": s.tasks, "method": s.method,
                        "runs": [asdict(r) for r in s.runs]}
                       for s in [*limit, *loop, *project, recovery, *java, *scaling]]},
                      indent=1))
     if profile_text:
         (RESULTS / "profile.md").write_text(header + profile_text)
+    shown = results.new
     if limit and project and java:
-        plot(limit, project, java)
+        plot([s for s in shown if s.group in ("limit", "limit-java")],
+             [s for s in shown if s.group == "project"],
+             [s for s in shown if s.group == "kafka-connect"])
     if scaling:
         plot_scaling(scaling, SCALING_PLOT)
     print("\n" + header + text + ("\n\n" + profile_text if profile_text else ""))

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the benchmarks: sets up, starts a broker of its own, runs every scenario
-# (bench/run.py), stops the broker. Arguments go to bench/run.py (--runs, --scale).
+# (bench/run.py), stops the broker. Arguments go to bench/run.py (--runs, --scale,
+# --only, --method window|count|both).
 # Results: bench/results/latest.{md,json} and docs/benchmarks-throughput.png.
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

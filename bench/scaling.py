@@ -29,7 +29,7 @@ Every scenario: 100 B values, ``transaction.boundary=interval`` every 100 ms
 sources, as in ``bench.project``), one output topic of 8 partitions for all
 tasks. The sources do not end: the sequence connector runs without
 ``max.records``; the input files are hard links of one file large enough for
-the window (``_input_lines``).
+the window (``bench.steady.input_lines``).
 
 Measured: steady-state throughput with all N tasks running. Once every task
 has committed a transaction (one committed source offset per task, from
@@ -66,32 +66,26 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import IsolationLevel, TopicPartition
-from confluent_kafka.admin import AdminClient, OffsetSpec
-
 from bench.common import (
+    MIN_WINDOW_S,
     Measurement,
     Scenario,
     WorkerProcess,
-    create_topic,
     free_port,
-    tree_cpu_seconds,
+    window_for,
 )
 from bench.project import boundary_config, sequence_config
+from bench.steady import Roots, measure_steady
+from bench.steady import inputs as _inputs
+from bench.steady import pid_of as _pid
+from bench.steady import wait as _wait
 
 TASK_COUNTS = (1, 2, 4, 8)
 PARTITIONS = 8
 VALUE_SIZE = 100
 INTERVAL_MS = 100
 LOCAL_SLOTS = max(TASK_COUNTS)
-WINDOW_S = 5.0  # x --scale
-MIN_WINDOW_S = 1.0
 SETTLE_S = 0.5  # after every task has committed, before the window opens
-# Input files: enough lines for one task alone at up to this rate, from its
-# start through the window (the first of 8 Kafka Connect connectors starts up to
-# ~5 s before the last, but shares the CPUs with the others once they run).
-INPUT_RATE = 1_200_000
-INPUT_LEAD_S = 3.0
 # The standalone cluster: 2 Workers x 4 cores, one 4-core executor on each.
 CLUSTER_WORKERS = 2
 CLUSTER_CORES_PER_WORKER = 4
@@ -102,7 +96,6 @@ SETUP_CLUSTER = f"standalone {CLUSTER_WORKERS}x{CLUSTER_CORES_PER_WORKER}, seque
 SETUP_JAVA = "Kafka Connect, file"
 SETUPS = (SETUP_LOCAL, SETUP_LOCAL_FILE, SETUP_CLUSTER, SETUP_JAVA)
 
-Roots = Callable[[], list[int]]
 Once = Callable[[int, float], Measurement]  # (tasks, window seconds)
 
 
@@ -110,8 +103,7 @@ def cpus() -> int:
     return os.cpu_count() or 1
 
 
-def window_for(scale: float) -> float:
-    return max(MIN_WINDOW_S, WINDOW_S * scale)
+__all__ = ["plot_scaling", "scaling_scenarios", "scaling_table", "window_for"]
 
 
 def scaling_scenarios(bootstrap: str, runs: int, window_s: float, workdir: Path,
@@ -239,62 +231,6 @@ def _file_config(path: Path, connector_class: str) -> dict[str, str]:
             **boundary_config("interval", INTERVAL_MS, interval_batch=2000)}
 
 
-def _input_lines(window_s: float) -> int:
-    return int(INPUT_RATE * (window_s + INPUT_LEAD_S))
-
-
-def _inputs(workdir: Path, tasks: int, window_s: float) -> list[Path]:
-    """One input path per task: hard links of one file (written once) of
-    ``_input_lines`` lines of ``VALUE_SIZE`` B as JSON strings. Every task reads
-    its own path from the start."""
-    lines = _input_lines(window_s)
-    first = workdir / f"scaling-{lines}-0.txt"
-    if not first.exists():
-        _write_lines(first, lines)
-    paths = [first]
-    for i in range(1, tasks):
-        path = first.with_name(f"scaling-{lines}-{i}.txt")
-        if not path.exists():
-            os.link(first, path)
-        paths.append(path)
-    return paths
-
-
-def _write_lines(path: Path, lines: int, chunk: int = 100_000) -> None:
-    """The lines of ``bench.project.write_lines``, written a chunk at a time."""
-    body = "y" * (VALUE_SIZE - 12)
-    with path.open("w") as out:
-        for start in range(0, lines, chunk):
-            out.write("".join(f"{i:010d}{body}\n" for i in range(start, min(lines, start + chunk))))
-
-
-# -- counting ------------------------------------------------------------------------
-
-
-class CommittedOffsets:
-    """The records of a topic that a ``read_committed`` consumer can see: the sum
-    of its partitions' last stable offsets (ListOffsets, READ_COMMITTED), read
-    without consuming.
-
-    The offsets also count one transaction marker per partition a transaction
-    wrote: at most 8 partitions x 10 transactions/s per task here, under 0.1% of
-    the rates measured.
-    """
-
-    def __init__(self, bootstrap: str, topic: str, partitions: int) -> None:
-        self._admin = AdminClient({"bootstrap.servers": bootstrap})
-        self._partitions = [TopicPartition(topic, p) for p in range(partitions)]
-
-    def count(self) -> tuple[float, int]:
-        """(when, epoch s: the middle of the request; the count)."""
-        before = time.time()
-        futures = self._admin.list_offsets(
-            {tp: OffsetSpec.latest() for tp in self._partitions},
-            isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=30)
-        count = sum(max(0, f.result().offset) for f in futures.values())
-        return (before + time.time()) / 2, count
-
-
 # -- one measurement ---------------------------------------------------------------
 
 
@@ -302,95 +238,14 @@ def _measure(worker: Any, configs: list[dict[str, str]], window_s: float, tasks:
              roots: Roots, cores: int, *, inputs: list[Path] | None = None,
              placement: Callable[[list[str]], str | None] | None = None) -> Measurement:
     """Create ``configs`` (one connector each, ``tasks`` tasks in all) writing one
-    new topic; once every task has committed, count the records committed over
-    ``window_s`` seconds; delete the connectors."""
-    run = f"scaling-{uuid.uuid4().hex[:8]}"
-    topic = f"{run}-out"
-    create_topic(worker.bootstrap, topic, PARTITIONS)
-    names = [f"{run}-{i}" for i in range(len(configs))]
-    visible = CommittedOffsets(worker.bootstrap, topic, PARTITIONS)
-    created = time.time()
-    try:
-        for name, config in zip(names, configs, strict=True):
-            r = worker.rest("POST", "/connectors", json={
-                "name": name, "config": {**config, "topic": topic}})
-            if r.status_code != 201:
-                raise RuntimeError(f"create failed: {r.status_code} {r.text}")
-        _wait(lambda: _all_committed(worker, names, tasks), 300,
-              f"{tasks} tasks to commit", lambda: _task_states(worker, names))
-        ready = time.time() - created
-        time.sleep(SETTLE_S)
-        cpu0 = sum(tree_cpu_seconds(pid) for pid in roots())
-        t0, c0 = visible.count()
-        time.sleep(max(0.0, t0 + window_s - time.time()))
-        t1, c1 = visible.count()
-        cpu = sum(tree_cpu_seconds(pid) for pid in roots()) - cpu0
-        if inputs is not None:
-            _check_not_exhausted(worker, names, inputs)
-        states = _task_states(worker, names)
-        if states != ["RUNNING"] * tasks:
-            raise RuntimeError(f"expected {tasks} RUNNING tasks, status shows {states}")
-        seconds = t1 - t0
-        return Measurement(
-            records=c1 - c0, value_size=VALUE_SIZE, seconds=seconds, cpu_seconds=cpu,
-            transactions=max(1, round(tasks * seconds * 1000 / INTERVAL_MS)),
-            startup_seconds=ready, cores=cores,
-            placement=placement(names) if placement else None)
-    finally:
-        _delete(worker, names)
-
-
-def _offsets(worker: Any, names: list[str]) -> list[dict[str, Any]]:
-    out = []
-    for name in names:
-        r = worker.rest("GET", f"/connectors/{name}/offsets")
-        if r.status_code == 200:
-            out += r.json().get("offsets", [])
-    return out
-
-
-def _all_committed(worker: Any, names: list[str], tasks: int) -> bool:
-    """True once every task has committed a transaction: one committed source
-    offset per task (one source partition or file per task), and no task failed."""
-    _task_states(worker, names)  # raises if one failed
-    return sum(1 for o in _offsets(worker, names) if o.get("offset")) >= tasks
-
-
-def _check_not_exhausted(worker: Any, names: list[str], inputs: list[Path]) -> None:
-    """Every file task was still reading when the window closed."""
-    size = max(p.stat().st_size for p in inputs)
-    done = [o for o in _offsets(worker, names)
-            if int(o.get("offset", {}).get("position", 0)) >= size]
-    if done:
-        raise RuntimeError(f"{len(done)} task(s) reached the end of their input within the "
-                           f"window: raise INPUT_RATE")
-
-
-def _task_states(worker: Any, names: list[str]) -> list[str]:
-    states = []
-    for name in names:
-        r = worker.rest("GET", f"/connectors/{name}/status")
-        if r.status_code != 200:
-            return []
-        tasks = r.json().get("tasks", [])
-        failed = [t for t in tasks if t.get("state") == "FAILED"]
-        if failed:
-            raise RuntimeError(f"{name}: task failed: {failed[0].get('trace', '')[:2000]}")
-        states += [t["state"] for t in tasks]
-    return states
-
-
-def _delete(worker: Any, names: list[str]) -> None:
-    """Delete every connector, then wait until they and their tasks are gone."""
-    for name in names:
-        worker.rest("DELETE", f"/connectors/{name}")
-
-    def gone() -> bool:
-        if set(names) & set(worker.rest("GET", "/connectors").json()):
-            return False
-        return not any(s["connector"] in names for s in worker.slots())
-
-    _wait(gone, 120, f"connectors {names} deleted")
+    new topic; once every task has committed and ``SETTLE_S`` more, count the
+    records committed over ``window_s`` seconds; delete the connectors
+    (``bench.steady.measure_steady``)."""
+    return measure_steady(
+        worker, configs, window_s, tasks, partitions=PARTITIONS, value_size=VALUE_SIZE,
+        warmup_s=SETTLE_S, roots=roots, cores=cores, inputs=inputs, placement=placement,
+        transactions=lambda _, seconds: round(tasks * seconds * 1000 / INTERVAL_MS),
+        prefix="scaling")
 
 
 def _placement(worker: WorkerProcess, cluster: Any, names: list[str]) -> str | None:
@@ -400,21 +255,6 @@ def _placement(worker: WorkerProcess, cluster: Any, names: list[str]) -> str | N
     for executor in cluster.executors():
         per_worker[executor.worker] += len(pids & set(cluster.python_workers(executor.pid)))
     return "+".join(map(str, per_worker)) if sum(per_worker) else None
-
-
-def _pid(worker: Any) -> int:
-    assert worker.proc is not None
-    return int(worker.proc.pid)
-
-
-def _wait(ok: Callable[[], bool], timeout: float, what: str,
-          show: Callable[[], Any] | None = None, interval: float = 0.2) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if ok():
-            return
-        time.sleep(interval)
-    raise RuntimeError(f"timed out waiting for {what}" + (f": {show()}" if show else ""))
 
 
 # -- results ---------------------------------------------------------------------

@@ -356,8 +356,34 @@ def read_end_offsets(
             if not _retriable(e) or remaining <= backoff:
                 raise translate_kafka_error(e, f"list end offsets of topic {topic}") from e
             log.debug("Retrying end offsets of %s after %s", topic, e)
+            if _stale_leadership(e):
+                _refresh_metadata(admin, topic, min(remaining, 5.0))
         time.sleep(backoff)
         backoff = min(backoff * 2, _RETRY_BACKOFF_MAX)
+
+
+_STALE_LEADERSHIP = frozenset({
+    KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE,
+    KafkaError.UNKNOWN_LEADER_EPOCH, KafkaError.FENCED_LEADER_EPOCH,
+})
+
+
+def _stale_leadership(e: KafkaException) -> bool:
+    err = e.args[0] if e.args else None
+    return isinstance(err, KafkaError) and err.code() in _STALE_LEADERSHIP
+
+
+def _refresh_metadata(admin: AdminClient, topic: str, timeout: float) -> None:
+    """Ask for ``topic``'s metadata now: librdkafka's admin client sends the leader
+    epoch it has cached with ListOffsets and refreshes that cache only every
+    ``topic.metadata.refresh.interval.ms`` (5 minutes). After the broker bumps
+    its partitions' leader epochs (a KRaft broker fenced and unfenced by its
+    controller under load, say), every retry answered FENCED_LEADER_EPOCH until
+    then, and a worker could not take over as leader for minutes."""
+    try:
+        admin.list_topics(topic, timeout=max(timeout, 0.1))
+    except KafkaException as e:
+        log.debug("Metadata refresh of %s failed: %s", topic, e)
 
 
 def _retriable(e: KafkaException) -> bool:

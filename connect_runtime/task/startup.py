@@ -39,6 +39,7 @@ import http.client
 import importlib
 import json
 import logging
+import threading
 import urllib.error
 import urllib.request
 from collections.abc import Callable
@@ -348,6 +349,17 @@ def resolve_configs(spec: TaskSpec, redactor: Redactor) -> tuple[dict[str, str],
     return connector.values, task.values
 
 
+STARTUP_CONCURRENCY = 4
+KAFKA_STARTUPS = threading.BoundedSemaphore(STARTUP_CONCURRENCY)
+"""How many tasks of one process run steps 1-5 at once. Each of those steps opens
+Kafka clients of its own (two config-topic readers, an admin, the producer and its
+``init_transactions``); 200 tasks starting together in 10 processes opened over a
+thousand clients within seconds, and a 2-core broker stalled long enough for its
+controller to fence it (the worker then lost its group membership and restarted
+every task, again and again). The task's own ``start()`` (step 6) is not held
+back: one that blocks must not keep its siblings from starting."""
+
+
 def start_task(spec: TaskSpec, should_stop: Any,
                redactor: Redactor | None = None) -> StartedTask:
     """Run steps 0-6 (in at-least-once mode only 0, 3, 4 and 6). ``should_stop()`` is
@@ -357,24 +369,30 @@ def start_task(spec: TaskSpec, should_stop: Any,
     resolved_connector, resolved_task = resolve_configs(spec, redactor)  # step 0
     connector_config = ConnectorConfig(resolved_connector)
     exactly_once = spec.mode is TaskMode.EXACTLY_ONCE
-    if exactly_once:
-        request_fencing(spec)  # step 1
-        check_generation(spec, "startup read of the config topic")  # step 2
     own_topic = connector_config.offsets_storage_topic
-    if own_topic and own_topic != spec.global_offsets_topic:  # step 3
-        admin = create_admin({"bootstrap.servers": spec.bootstrap_servers}, spec.admin_overrides)
-        ensure_topic(admin, own_topic, spec.offsets_topic_partitions,
-                     spec.offsets_topic_replication_factor, compacted=True)
-    if should_stop():
-        raise StartupAbandoned("stop requested during startup")
     conf = producer_config(spec, connector_config, transactional=exactly_once)
-    producer = (create_transactional_producer(spec, conf) if exactly_once  # step 4
-                else create_idempotent_producer(conf))
+    with KAFKA_STARTUPS:  # steps 1-5 of several tasks sharing this process, a few at a time
+        if exactly_once:
+            request_fencing(spec)  # step 1
+            check_generation(spec, "startup read of the config topic")  # step 2
+        if own_topic and own_topic != spec.global_offsets_topic:  # step 3
+            admin = create_admin({"bootstrap.servers": spec.bootstrap_servers},
+                                 spec.admin_overrides)
+            ensure_topic(admin, own_topic, spec.offsets_topic_partitions,
+                         spec.offsets_topic_replication_factor, compacted=True)
+        if should_stop():
+            raise StartupAbandoned("stop requested during startup")
+        producer = (create_transactional_producer(spec, conf) if exactly_once  # step 4
+                    else create_idempotent_producer(conf))
+        try:
+            if exactly_once:
+                check_generation(spec, "config topic read after creating the producer")  # 5
+        except BaseException:
+            producer.flush(1)
+            raise
     transforms: TransformationChain | None = None
     try:
-        if exactly_once:
-            check_generation(spec, "config topic read after creating the producer")  # step 5
-        else:
+        if not exactly_once:
             _log_ignored_boundary(spec, connector_config)
         key_conv, value_conv = _converters(spec, resolved_connector)  # step 6
         header_conv = _header_converter(spec, resolved_connector)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import platform
 import statistics
 import sys
 import threading
@@ -10,6 +12,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from confluent_kafka import Consumer, IsolationLevel, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
@@ -310,3 +313,16 @@ def pss_mb(pid: int) -> float | None:
     except OSError:
         return None
     return None
+
+
+def machine() -> dict[str, Any]:
+    """What a result's header says of the machine: architecture, CPU model, cores,
+    Python version."""
+    cpu = platform.processor() or "cpu"
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    return {"arch": platform.machine(), "cpu": cpu, "cores": os.cpu_count() or 1,
+            "python": platform.python_version()}

@@ -46,7 +46,6 @@ import json
 import linecache
 import math
 import os
-import platform
 import random
 import resource
 import shutil
@@ -721,14 +720,9 @@ def markdown(r: dict[str, Any]) -> str:
 
 
 def _machine() -> dict[str, Any]:
-    cpu = platform.processor() or "cpu"
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    return {"arch": platform.machine(), "cpu": cpu, "cores": os.cpu_count() or 1,
-            "python": platform.python_version(), "loadavg_start": os.getloadavg()[0]}
+    from bench.common import machine
+
+    return {**machine(), "loadavg_start": os.getloadavg()[0]}
 
 
 def _git(*args: str) -> str:

@@ -7,6 +7,8 @@ Apache Kafka Connect 4.1.1, on the same broker, in one run.
         [--scale 1.0] [--scenarios idle-10,idle-40,idle-200,busy-40] [--sides ours,java]
 
 (``bash bench/density.sh`` starts a broker of its own and calls this.)
+``python -m bench.density --combine A.json B.json ...`` writes the full results
+from partial ones (each side or scenario run on its own).
 
 Scenarios (``--scenarios``, ``KIND-N``): ``idle-N`` is N tasks of ``--idle-rate``
 (10) records/s each, ``busy-N`` N tasks of ``--busy-rate`` (1,000) records/s each;
@@ -79,7 +81,6 @@ import contextlib
 import json
 import math
 import os
-import platform
 import signal
 import statistics
 import subprocess
@@ -99,6 +100,7 @@ from bench.common import (
     WorkerProcess,
     create_topic,
     free_port,
+    machine,
     process_tree,
     pss_mb,
     rss_mb,
@@ -250,15 +252,7 @@ def java_worker(bootstrap: str, workdir: Path) -> Any:
                      "-cp", f"{libs}/*:{extra}/*",
                      "org.apache.kafka.connect.cli.ConnectDistributed", str(self.props)],
                     stdout=subprocess.DEVNULL, stderr=log, start_new_session=True)
-            deadline = time.monotonic() + timeout
-            while time.monotonic() < deadline:
-                if self.proc.poll() is not None:
-                    raise RuntimeError(f"Kafka Connect exited; see {self.log}")
-                with contextlib.suppress(httpx.HTTPError):
-                    if httpx.get(f"{self.url}/connectors", timeout=2).status_code == 200:
-                        return self
-                time.sleep(0.5)
-            raise RuntimeError(f"Kafka Connect did not start; see {self.log}")
+            return self.wait_ready(timeout)
 
     return VerifiableJavaWorker(bootstrap, workdir)
 
@@ -568,6 +562,8 @@ def markdown(runs: list[Run], meta: dict[str, Any]) -> str:
             f"committed; REST {meta['rest_rate']:.0f} requests/s. Ours: "
             f"`SequenceSourceConnector`; Kafka Connect 4.1.1: `VerifiableSourceConnector` "
             f"(connect-test-plugins 4.0.2), `exactly.once.source.support=enabled`.")
+    if meta.get("combined_from"):
+        head += " Combined from the partial runs " + "; ".join(meta["combined_from"]) + "."
     lines = [head, "",
              "| scenario | side | tasks | tasks/process | processes (threads) | total RSS MB | "
              "total PSS MB | RSS / PSS MB per task | marginal RSS / PSS MB per task | "
@@ -673,17 +669,6 @@ def plot_density(runs: list[Run], path: Path) -> None:
     plt.close(fig)
 
 
-def _machine() -> dict[str, Any]:
-    cpu = platform.processor() or "cpu"
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    return {"arch": platform.machine(), "cpu": cpu, "cores": os.cpu_count() or 1,
-            "python": platform.python_version()}
-
-
 def _git(*args: str) -> str:
     return subprocess.run(["git", *args], cwd=REPO, capture_output=True,
                           text=True).stdout.strip()
@@ -692,7 +677,49 @@ def _git(*args: str) -> str:
 # -- main -----------------------------------------------------------------------------------
 
 
+def write_results(runs: list[Run], meta: dict[str, Any], stem: str, plot: Path) -> str:
+    """``bench/results/<stem>.{md,json}`` and the plot; returns the markdown."""
+    text = markdown(runs, meta)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / f"{stem}.md").write_text(text)
+    (RESULTS / f"{stem}.json").write_text(json.dumps(
+        {**meta, "runs": [{**asdict(r), "all_committing": r.all_committing,
+                           "rss_per_task_mb": r.rss_per_task, "pss_per_task_mb": r.pss_per_task,
+                           "marginal_rss_mb": r.marginal_rss, "marginal_pss_mb": r.marginal_pss}
+                          for r in runs]}, indent=1, default=str))
+    try:
+        plot_density(runs, plot)
+    except ImportError:
+        print("no plot: matplotlib is missing (pip install -e '.[bench]')", file=sys.stderr)
+    return text
+
+
+def combine(paths: list[Path]) -> str:
+    """The runs of several partial results (e.g. each side run on its own) as the
+    full results: ``bench/results/density.*`` and the docs plot. Each run keeps what
+    it measured; the header says which partial runs they came from."""
+    fields = set(Run.__dataclass_fields__)
+    runs: list[Run] = []
+    metas = []
+    for path in paths:
+        data = json.loads(path.read_text())
+        metas.append(f"{path.name} ({data['commit']}{', dirty' if data['dirty'] else ''}, "
+                     f"{data['date']})")
+        runs += [Run(**{k: v for k, v in r.items() if k in fields}) for r in data["runs"]]
+    order = {name: i for i, name in enumerate(DEFAULT_SCENARIOS)}
+    runs.sort(key=lambda r: (order.get(r.scenario, len(order)), r.scenario,
+                             SIDES.index(r.side)))
+    meta = {**json.loads(paths[0].read_text()), "combined_from": metas}
+    meta.pop("runs", None)
+    return write_results(runs, meta, "density", PLOT)
+
+
 def main(argv: list[str] | None = None) -> int:
+    if argv is None:
+        argv = sys.argv[1:]
+    if argv[:1] == ["--combine"]:
+        print(combine([Path(p) for p in argv[1:]]))
+        return 0
     parser = argparse.ArgumentParser(prog="bench.density", description=__doc__.split("\n")[0])
     parser.add_argument("--bootstrap-server", required=True)
     parser.add_argument("--scenarios", default=",".join(DEFAULT_SCENARIOS),
@@ -723,7 +750,7 @@ def main(argv: list[str] | None = None) -> int:
     full = [s.name for s in scenarios] == list(DEFAULT_SCENARIOS) and sides == list(SIDES)
     meta = {"commit": _git("rev-parse", "--short", "HEAD"), "dirty": bool(_git(
         "status", "--short")), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        "machine": _machine(), "args": vars(args), "window_s": window_s, "settle_s": settle_s,
+        "machine": machine(), "args": vars(args), "window_s": window_s, "settle_s": settle_s,
         "rest_rate": args.rest_rate, "interval_ms": INTERVAL_MS, "partitions": PARTITIONS,
         "value_size": VALUE_SIZE}
     if "java" in sides:
@@ -746,19 +773,8 @@ def main(argv: list[str] | None = None) -> int:
                       f"{run.committing}/{run.tasks}, {run.records_per_s:,.0f} records/s",
                       flush=True)
     meta["seconds"] = time.monotonic() - started
-    text = markdown(runs, meta)
     stem = "density" if full else "density-partial"
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / f"{stem}.md").write_text(text)
-    (RESULTS / f"{stem}.json").write_text(json.dumps(
-        {**meta, "runs": [{**asdict(r), "all_committing": r.all_committing,
-                           "rss_per_task_mb": r.rss_per_task, "pss_per_task_mb": r.pss_per_task,
-                           "marginal_rss_mb": r.marginal_rss, "marginal_pss_mb": r.marginal_pss}
-                          for r in runs]}, indent=1, default=str))
-    try:
-        plot_density(runs, PLOT if full else RESULTS / f"{stem}.png")
-    except ImportError:
-        print("no plot: matplotlib is missing (pip install -e '.[bench]')", file=sys.stderr)
+    text = write_results(runs, meta, stem, PLOT if full else RESULTS / f"{stem}.png")
     print("\n" + text)
     return 0
 

@@ -90,6 +90,12 @@ class JavaWorker:
                 ["java", "-Xms256m", "-Xmx1g", "-cp", f"{libs}/*",
                  "org.apache.kafka.connect.cli.ConnectDistributed", str(self.props)],
                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        return self.wait_ready(timeout)
+
+    def wait_ready(self, timeout: float) -> JavaWorker:
+        """Wait until ``GET /connectors`` answers 200; RuntimeError if the JVM exits
+        or ``timeout`` passes first."""
+        assert self.proc is not None
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:

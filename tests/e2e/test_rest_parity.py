@@ -151,10 +151,11 @@ NOT_YET = ("plugins this runtime does not have: sink connectors, and Java's own 
            "converters (io.confluent.*, a plugin.path install on Java)")
 SHARED_PLUGIN_TYPES = {"transformation", "predicate", "converter", "header_converter"}
 FILE_FEATURES = ("our file source's extra keys: several files, an encoding, an idle poll; "
-                 "and every connector's errors.restart.* and task.stall.threshold.ms keys")
+                 "and every connector's errors.restart.*, task.stall.threshold.ms and "
+                 "tasks.per.process keys")
 ONE_ERROR_PER_KEY = "Java adds a second error for a value it could not parse"
-FILE_EXTRA_KEYS = frozenset({"files", "encoding", "poll.idle.ms", "task.stall.threshold.ms"}) \
-    | RESTART_KEYS
+FILE_EXTRA_KEYS = frozenset({"files", "encoding", "poll.idle.ms", "task.stall.threshold.ms",
+                             "tasks.per.process"}) | RESTART_KEYS
 FILE_TASK_KEYS = frozenset({"file.task.files"})
 
 

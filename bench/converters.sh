@@ -5,14 +5,6 @@
 # to bench/converters.py (--records, --runs, --batch).
 # Results: bench/results/converters.{md,json}.
 set -euo pipefail
-repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$repo"
-bash deploy/setup.sh
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
 bash deploy/registry.sh fetch
-
-export KAFKA_DATA_DIR="$repo/.cache/bench/converters-kafka"
-export KAFKA_PORT="${BENCH_CONVERTERS_KAFKA_PORT:-39392}"
-rm -rf "$KAFKA_DATA_DIR"
-trap 'bash deploy/kafka.sh stop' EXIT INT TERM
-bash deploy/kafka.sh start >/dev/null
-.venv/bin/python -m bench.converters --bootstrap-server "127.0.0.1:$KAFKA_PORT" "$@"
+exec bash bench/with_broker.sh converters "${BENCH_CONVERTERS_KAFKA_PORT:-39392}" bench.converters "$@"

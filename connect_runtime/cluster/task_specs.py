@@ -87,22 +87,28 @@ class TaskSpecBuilder:
         )
 
 
+def _positive_key(connector_config: Mapping[str, str], key: str, default: int,
+                  maximum: int | None = None) -> int:
+    """The connector's integer ``key`` (validated when it was written), else
+    ``default``; a value a config provider supplies (not known here) counts as unset."""
+    value = connector_config.get(key, "").strip()
+    if value.isdigit() and int(value) > 0 and (maximum is None or int(value) <= maximum):
+        return int(value)
+    return default
+
+
 def stall_threshold_ms(connector_config: Mapping[str, str], worker_ms: int) -> int:
-    """The connector's ``task.stall.threshold.ms`` (validated when it was written), else
-    the worker's; a value a config provider supplies (not known here) counts as unset."""
-    value = connector_config.get("task.stall.threshold.ms", "").strip()
-    return int(value) if value.isdigit() and int(value) > 0 else worker_ms
+    """The connector's ``task.stall.threshold.ms``, else the worker's."""
+    return _positive_key(connector_config, "task.stall.threshold.ms", worker_ms)
 
 
 def tasks_per_process(connector_config: Mapping[str, str], worker_default: int,
                       task_cpus: int) -> int:
-    """The connector's ``tasks.per.process`` (validated when it was written), else the
-    worker's; a value a config provider supplies (not known here) counts as unset.
-    1 whatever they say when ``spark.task.cpus`` is above 1: validation refuses
-    sharing then, but a config written before the worker's cpus changed may ask."""
-    value = connector_config.get(TASKS_PER_PROCESS_CONFIG, "").strip()
-    wanted = int(value) if value.isdigit() and 1 <= int(value) <= MAX_TASKS_PER_PROCESS \
-        else worker_default
+    """The connector's ``tasks.per.process``, else the worker's. 1 whatever they say
+    when ``spark.task.cpus`` is above 1: validation refuses sharing then, but a
+    config written before the worker's cpus changed may ask."""
+    wanted = _positive_key(connector_config, TASKS_PER_PROCESS_CONFIG, worker_default,
+                           MAX_TASKS_PER_PROCESS)
     return 1 if task_cpus > 1 else wanted
 
 

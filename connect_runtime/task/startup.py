@@ -70,6 +70,7 @@ from connect_runtime.security.redaction import Redactor
 from connect_runtime.security.tls import client_context
 from connect_runtime.storage.config_store import read_config_snapshot
 from connect_runtime.storage.offsets.reader import TaskOffsetStorageReader
+from connect_runtime.task import shared_reads
 from connect_runtime.task.boundaries import BoundaryPolicy, TaskTransactionContext
 from connect_runtime.task.error_handler import ErrorHandler
 
@@ -218,10 +219,17 @@ def request_fencing(spec: TaskSpec) -> None:
 
 
 def check_generation(spec: TaskSpec, step: str) -> None:
-    """Steps 2 and 5: the config topic must still hold our generation, fenced."""
-    snapshot = read_config_snapshot(
-        spec.bootstrap_servers, spec.config_topic, spec.consumer_overrides,
-        admin_overrides=spec.admin_overrides, timeout=CONFIG_READ_TIMEOUT_S)
+    """Steps 2 and 5: the config topic must still hold our generation, fenced.
+
+    The read is shared with the tasks of this process that ask at the same time
+    (:mod:`~connect_runtime.task.shared_reads`): each still gets a read that
+    started after it asked."""
+    snapshot = shared_reads.CONFIG_READS.get(
+        ("config", spec.bootstrap_servers, spec.config_topic,
+         shared_reads.settings_key(spec.consumer_overrides, spec.admin_overrides)),
+        lambda: read_config_snapshot(
+            spec.bootstrap_servers, spec.config_topic, spec.consumer_overrides,
+            admin_overrides=spec.admin_overrides, timeout=CONFIG_READ_TIMEOUT_S))
     current = snapshot.config_generation(spec.connector)
     if current != spec.generation:
         raise StartupAbandoned(
@@ -351,13 +359,14 @@ def resolve_configs(spec: TaskSpec, redactor: Redactor) -> tuple[dict[str, str],
 
 STARTUP_CONCURRENCY = 4
 KAFKA_STARTUPS = threading.BoundedSemaphore(STARTUP_CONCURRENCY)
-"""How many tasks of one process run steps 1-5 at once. Each of those steps opens
-Kafka clients of its own (two config-topic readers, an admin, the producer and its
-``init_transactions``); 200 tasks starting together in 10 processes opened over a
-thousand clients within seconds, and a 2-core broker stalled long enough for its
-controller to fence it (the worker then lost its group membership and restarted
-every task, again and again). The task's own ``start()`` (step 6) is not held
-back: one that blocks must not keep its siblings from starting."""
+"""How many tasks of one process make their own Kafka clients at once (steps 3
+and 4: the producer and its ``init_transactions``). 200 tasks starting together
+in 10 processes opened over a thousand clients within seconds, and a 2-core
+broker stalled long enough for its controller to fence it. The fence request and
+the config and offsets reads (steps 1, 2, 5 and 6) are shared by the tasks of a
+process instead (:mod:`~connect_runtime.task.shared_reads`). The task's own
+``start()`` is not held back: one that blocks must not keep its siblings from
+starting."""
 
 
 def start_task(spec: TaskSpec, should_stop: Any,
@@ -371,10 +380,12 @@ def start_task(spec: TaskSpec, should_stop: Any,
     exactly_once = spec.mode is TaskMode.EXACTLY_ONCE
     own_topic = connector_config.offsets_storage_topic
     conf = producer_config(spec, connector_config, transactional=exactly_once)
-    with KAFKA_STARTUPS:  # steps 1-5 of several tasks sharing this process, a few at a time
-        if exactly_once:
-            request_fencing(spec)  # step 1
-            check_generation(spec, "startup read of the config topic")  # step 2
+    if exactly_once:
+        shared_reads.fence_once(  # step 1, once per generation in this process
+            (spec.bootstrap_servers, spec.config_topic, spec.connector, spec.generation),
+            lambda: request_fencing(spec))
+        check_generation(spec, "startup read of the config topic")  # step 2
+    with KAFKA_STARTUPS:  # steps 3-4 of several tasks sharing this process, a few at a time
         if own_topic and own_topic != spec.global_offsets_topic:  # step 3
             admin = create_admin({"bootstrap.servers": spec.bootstrap_servers},
                                  spec.admin_overrides)
@@ -384,29 +395,34 @@ def start_task(spec: TaskSpec, should_stop: Any,
             raise StartupAbandoned("stop requested during startup")
         producer = (create_transactional_producer(spec, conf) if exactly_once  # step 4
                     else create_idempotent_producer(conf))
-        try:
-            if exactly_once:
-                check_generation(spec, "config topic read after creating the producer")  # 5
-        except BaseException:
-            producer.flush(1)
-            raise
     transforms: TransformationChain | None = None
     try:
-        if not exactly_once:
+        if exactly_once:
+            check_generation(spec, "config topic read after creating the producer")  # 5
+        else:
             _log_ignored_boundary(spec, connector_config)
         key_conv, value_conv = _converters(spec, resolved_connector)  # step 6
         header_conv = _header_converter(spec, resolved_connector)
         transforms = _transformation_chain(connector_config)
 
+        connector_topic = own_topic if own_topic != spec.global_offsets_topic else None
+
         def read_offsets() -> OffsetStorageReader:
-            return TaskOffsetStorageReader(
-                connector=spec.connector,
-                bootstrap_servers=spec.bootstrap_servers,
-                global_topic=spec.global_offsets_topic,
-                connector_topic=own_topic if own_topic != spec.global_offsets_topic else None,
-                consumer_overrides=spec.consumer_overrides,
-                admin_overrides=spec.admin_overrides,
-            )
+            # Shared with the siblings asking at the same time; the reader is
+            # read-only and each caller's read started after it asked.
+            reader: OffsetStorageReader = shared_reads.OFFSET_READS.get(
+                ("offsets", spec.connector, spec.bootstrap_servers, spec.global_offsets_topic,
+                 connector_topic,
+                 shared_reads.settings_key(spec.consumer_overrides, spec.admin_overrides)),
+                lambda: TaskOffsetStorageReader(
+                    connector=spec.connector,
+                    bootstrap_servers=spec.bootstrap_servers,
+                    global_topic=spec.global_offsets_topic,
+                    connector_topic=connector_topic,
+                    consumer_overrides=spec.consumer_overrides,
+                    admin_overrides=spec.admin_overrides,
+                ))
+            return reader
         factory = TaskFactory(
             task_class=load_task_class(resolved_task["task.class"]),
             config=dict(resolved_task), read_offsets=read_offsets,

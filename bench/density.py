@@ -731,6 +731,8 @@ def main(argv: list[str] | None = None) -> int:
                              "out (the worker's default: a process per task)")
     parser.add_argument("--idle-rate", type=int, default=IDLE_RATE, help="records/s per task")
     parser.add_argument("--busy-rate", type=int, default=BUSY_RATE, help="records/s per task")
+    parser.add_argument("--keep-logs", metavar="DIR", default=None,
+                        help="run the workers in DIR and keep it (their logs) afterwards")
     parser.add_argument("--rest-rate", type=float, default=20.0, help="REST requests/s")
     parser.add_argument("--scale", type=float, default=1.0,
                         help=f"multiplies the window ({WINDOW_S:.0f} s) and the settling "
@@ -760,7 +762,11 @@ def main(argv: list[str] | None = None) -> int:
         test_plugins()
     runs: list[Run] = []
     started = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="bench-density-") as tmp:
+    if args.keep_logs:
+        Path(args.keep_logs).mkdir(parents=True, exist_ok=True)
+    workdir = (contextlib.nullcontext(args.keep_logs) if args.keep_logs
+               else tempfile.TemporaryDirectory(prefix="bench-density-"))
+    with workdir as tmp:
         for s in scenarios:
             for side in sides:
                 run = run_side(side, args.bootstrap_server, s, args.tasks_per_process,

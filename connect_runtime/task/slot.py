@@ -28,7 +28,8 @@ task instances one after another until the driver says stop:
   committed offsets. The status stays RUNNING; the producer stays.
 * A ``poll()`` or commit that has not returned for ``task.stall.threshold.ms``
   is reported with the loop thread's stack, and cleared when it returns
-  (:mod:`~connect_runtime.task.stall_watch`; one watchdog thread per slot).
+  (:mod:`~connect_runtime.task.stall_watch`; one watchdog per task, all
+  checked by one thread per process).
 
 Logging: the Spark Python worker running a slot logs to its stderr in the
 worker's format (``TaskSpec.log_format``), every line in the task's context

@@ -129,7 +129,7 @@ class SlotControl:
             self.state, self.trace = check_transition(self.state, state), trace
         self._report_now.set()
 
-    # Called from the stall watchdog's thread (task.stall_watch); never blocks.
+    # Called from the stall watchdogs' thread (task.stall_watch); never blocks.
     def report_stall(self, stall: TaskStall | None) -> None:
         """Send ``stall`` (None: the stuck call returned) with the slot's state, now."""
         with self._state_lock:

@@ -8,18 +8,25 @@ loop for good (the loop's hot path pays two attribute writes per poll, no lock):
   before the call and back to None after it (``start`` on
   :func:`time.perf_counter`'s clock), one tuple written whole, so a reader on
   another thread never sees a call paired with another's start;
-* a :class:`StallWatchdog` thread looks every :func:`check_interval_s` and, once
+* a :class:`StallWatchdog` looks every :func:`check_interval_s` and, once
   the same call has been in progress for ``task.stall.threshold.ms``, takes the
   loop thread's live stack (``sys._current_frames``) and reports a
   :class:`~connect_runtime.protocol.slot_channel.TaskStall`; when that call
   returns (or raises) it reports None: the stall cleared.
 
-The decision is :func:`stalled_call`, pure. The watchdog is the only writer of
-what it reported (``_reported``, its thread's alone).
+The looking is done by one thread per process for all its started watchdogs
+(``_Roster``): a process hosting 20 tasks (``tasks.per.process``) would
+otherwise run 20 threads that each wake every second to read one attribute.
+Each check runs in the log context of the task's thread that started its
+watchdog, so a line it logs names that task. The decision is
+:func:`stalled_call`, pure. A watchdog's ``_reported`` is written by the roster
+thread alone (or by the caller of :meth:`StallWatchdog.check`, in tests).
 """
 
 from __future__ import annotations
 
+import contextvars
+import logging
 import os
 import sys
 import threading
@@ -27,7 +34,6 @@ import time
 import traceback
 from collections.abc import Callable
 
-from connect_runtime.logs import thread_in_context
 from connect_runtime.protocol.slot_channel import TaskStall
 
 __all__ = ["COMMIT", "POLL", "CallWatch", "StallWatchdog", "check_interval_s", "stalled_call"]
@@ -37,6 +43,8 @@ COMMIT = "commit"
 STACK_LIMIT = 40
 """Frames of the stack reported, innermost first kept: what blocks is at the bottom."""
 _LOOP_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "loop.py")
+
+log = logging.getLogger(__name__)
 
 Call = tuple[str, float]
 """A call in progress: its name and its start on ``time.perf_counter``'s clock."""
@@ -85,9 +93,7 @@ class StallWatchdog:
         self.scrub = scrub  # the slot swaps it per task instance (its secrets)
         self._clock = clock
         self._wall = wall
-        self._reported: Call | None = None  # the watchdog thread's alone
-        self._closed = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._reported: Call | None = None  # the roster thread's alone (see the module doc)
 
     def check(self) -> None:
         """One look: report a new stall, or the end of the one reported."""
@@ -122,16 +128,57 @@ class StallWatchdog:
         return "".join(traceback.format_list(frames[start:]))
 
     def start(self) -> StallWatchdog:
-        self._thread = thread_in_context(self._run, name="task-stall-watch")
-        self._thread.start()
+        """Start looking, in the calling thread's log context."""
+        _ROSTER.add(self, contextvars.copy_context())
         return self
 
     def close(self) -> None:
-        self._closed.set()
-        if self._thread is not None:
-            self._thread.join(5)
+        """Stop looking; once this returns, no check of this watchdog runs or reports."""
+        _ROSTER.remove(self)
+
+    @property
+    def interval_s(self) -> float:
+        return check_interval_s(self._threshold_ms / 1000)
+
+
+class _Roster:
+    """The one thread of a process that runs the checks of every started watchdog,
+    every smallest :attr:`StallWatchdog.interval_s` among them. Started with the
+    first watchdog (not in PySpark's daemon, which forks the slots and must have no
+    thread), idle while none is started."""
+
+    def __init__(self) -> None:
+        # Guards _watched and _thread, and is held through each round of checks,
+        # so that remove() returns only between rounds.
+        self._cond = threading.Condition()
+        self._watched: dict[StallWatchdog, contextvars.Context] = {}
+        self._thread: threading.Thread | None = None
+
+    def add(self, watchdog: StallWatchdog, context: contextvars.Context) -> None:
+        with self._cond:
+            self._watched[watchdog] = context
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="task-stall-watch",
+                                                daemon=True)
+                self._thread.start()
+            self._cond.notify()
+
+    def remove(self, watchdog: StallWatchdog) -> None:
+        with self._cond:
+            self._watched.pop(watchdog, None)
 
     def _run(self) -> None:
-        interval = check_interval_s(self._threshold_ms / 1000)
-        while not self._closed.wait(interval):
-            self.check()
+        with self._cond:
+            while True:
+                if not self._watched:
+                    self._cond.wait()
+                    continue
+                self._cond.wait(min(w.interval_s for w in self._watched))
+                for watchdog, context in list(self._watched.items()):
+                    try:
+                        context.run(watchdog.check)
+                    except Exception:  # one task's report failing must not blind the rest
+                        context.run(log.exception, "stall watchdog check failed")
+
+
+_ROSTER = _Roster()

@@ -171,3 +171,57 @@ def test_the_watchdog_thread_reports_on_its_own() -> None:
     finally:
         release.set()
         watchdog.close()
+
+
+def test_the_watchdogs_of_a_process_share_one_thread_and_stop_when_closed() -> None:
+    """Two tasks stuck at once are both reported, by the same one thread, each in the
+    log context of the thread that started its watchdog; a closed one reports no more."""
+    from connect_runtime.logs import LogContext, log_context
+
+    release = threading.Event()
+    watches: list[CallWatch] = []
+    idents: list[int] = []
+
+    def stuck() -> None:
+        calls = CallWatch()
+        calls.current = (POLL, time.perf_counter())
+        watches.append(calls)
+        idents.append(threading.get_ident())
+        release.wait(30)
+        calls.current = None
+
+    threads = [threading.Thread(target=stuck, daemon=True) for _ in range(2)]
+    for t in threads:
+        t.start()
+    while len(watches) < 2:
+        time.sleep(0.01)
+    reports: list[tuple[str, int, object]] = []
+    dogs = []
+    try:
+        for i, (calls, ident) in enumerate(zip(watches, idents, strict=True)):
+            def report(stall: TaskStall | None, i: int = i) -> None:
+                from connect_runtime.logs import current_log_context
+                context = current_log_context()
+                reports.append((f"task-{i}", threading.get_ident(),
+                                context.task if context else None))
+            with log_context(LogContext("c", i)):
+                dogs.append(StallWatchdog(calls, ident, 100, report).start())
+        for _ in range(200):
+            if {r[0] for r in reports} == {"task-0", "task-1"}:
+                break
+            time.sleep(0.02)
+        assert {r[0] for r in reports} == {"task-0", "task-1"}
+        assert len({r[1] for r in reports}) == 1  # one thread checked both
+        assert all(r[2] == int(r[0][-1]) for r in reports), reports
+        dogs[0].close()
+        count = len(reports)
+        release.set()  # both calls return: only the open watchdog may report it
+        for _ in range(100):
+            if len(reports) > count:
+                break
+            time.sleep(0.02)
+        assert [r[0] for r in reports[count:]] == ["task-1"]
+    finally:
+        release.set()
+        for dog in dogs:
+            dog.close()

@@ -39,10 +39,4 @@ fi
 echo "== ruff" && .venv/bin/ruff check connect_runtime rest connectors tests bench examples deploy/kubernetes
 echo "== mypy" && bash deploy/typecheck.sh
 # The slowest tests are listed at the end: the run must stay under 50 minutes warm.
-# Four pytest-xdist workers, even on 2 cores: most of the suite's time is spent
-# waiting on real processes (brokers, workers, Spark, a cluster), not computing.
-# tests/conftest.py groups the tests that must share a worker and puts the
-# longest first (docs/testing.md). CONNECT_TEST_WORKERS=0 runs them in one process.
-workers="${CONNECT_TEST_WORKERS:-4}"
-echo "== pytest ($workers workers)" && exec .venv/bin/python -m pytest -q -p no:cacheprovider \
-  -n "$workers" --dist loadgroup --no-loadscope-reorder --durations=40 "$@"
+echo "== pytest" && exec .venv/bin/python -m pytest -q -p no:cacheprovider --durations=40 "$@"

@@ -10,9 +10,6 @@
 * ``schema_registry``: one real Schema Registry (Apicurio, Confluent's API) per
   test session, started on first use (``registry_helpers``); tests use unique
   subjects (their topics'), so they share it.
-* Under pytest-xdist (``deploy/test.sh`` runs ``-n 4 --dist loadgroup``), the
-  tests are grouped so that parallel workers do not multiply or collide: see
-  ``pytest_collection_modifyitems``.
 * At the end of the session, the temporary roots of workers the tests SIGKILLed
   are swept as the next worker's start would sweep them
   (``connect_runtime.tempdirs``): a killed worker cannot remove its own.
@@ -33,49 +30,6 @@ from postgres_helpers import PostgresServer, postgres_server
 from registry_helpers import SchemaRegistry
 
 from connect_runtime.tempdirs import sweep_stale_roots
-
-# The groups pytest-xdist keeps on one worker, run first since they are the longest.
-# The Kubernetes and image tests share one private dockerd, one image build and
-# one single-node cluster per session: on two workers each would build its own.
-# The fault suites are the heaviest on CPU and clocks: two at once on a 2-core
-# machine would stretch the timeouts they test against.
-_CLUSTER_GROUP, _FAULTS_GROUP = "cluster", "faults"
-# Modules of real processes (brokers, workers, Spark clusters) run before the
-# in-process unit modules, so that the short ones fill the workers' gaps at the end.
-_PROCESS_DIRS = ("tests/e2e/", "tests/examples/", "tests/kafka/", "tests/test_spark_standalone.py")
-
-
-def _group(item: pytest.Item) -> str:
-    fixtures = getattr(item, "fixturenames", ())
-    if "docker_engine" in fixtures or item.get_closest_marker("kubernetes") \
-            or item.get_closest_marker("image"):
-        return _CLUSTER_GROUP
-    if item.get_closest_marker("chaos") or item.get_closest_marker("partitions"):
-        return _FAULTS_GROUP
-    # A module stays on one worker, so that its module-scoped fixtures (workers,
-    # clusters) start once, not once per worker.
-    return item.nodeid.split("::", 1)[0]
-
-
-def _rank(group: str) -> int:
-    if group in (_CLUSTER_GROUP, _FAULTS_GROUP):
-        return 0
-    return 1 if group.startswith(_PROCESS_DIRS) else 2
-
-
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the group marks
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """On an xdist worker: mark each test's group and put the longest groups first.
-
-    ``--dist loadgroup`` sends a group to one worker as a unit, in collection
-    order (with ``--no-loadscope-reorder``); without xdist nothing changes.
-    """
-    if not hasattr(config, "workerinput"):
-        return
-    groups = {item: _group(item) for item in items}
-    for item, group in groups.items():
-        item.add_marker(pytest.mark.xdist_group(group))
-    items.sort(key=lambda item: _rank(groups[item]))  # stable: file order within a rank
 
 
 @pytest.fixture(scope="session", autouse=True)

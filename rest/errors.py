@@ -35,6 +35,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 from starlette.responses import Response
 from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -211,6 +212,12 @@ class UnhandledErrorMiddleware:
 
         try:
             await self.app(scope, receive, tracking_send)
+        except ClientDisconnect:
+            # The caller hung up before its body was read (a fence or task-config
+            # request from a task whose own timeout ran out, say): there is no one
+            # to answer, and nothing went wrong here.
+            log.info("%s %s: the client disconnected before its request was read",
+                     scope.get("method"), scope.get("path"))
         except Exception as exc:
             if started:
                 raise

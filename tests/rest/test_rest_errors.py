@@ -6,6 +6,7 @@ over every route proving no 422 (FastAPI's default) and no 500 for bad input.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 import pytest
@@ -13,6 +14,7 @@ from fake_herder import SEQUENCE_CLASS, FakeHerder
 from fastapi import APIRouter, FastAPI
 from pydantic import BaseModel
 from rest_checks import AppClient, assert_connect_error
+from starlette.types import Message
 
 from connect_runtime.errors import (
     AlreadyExistsException,
@@ -60,6 +62,32 @@ def test_500_logs_the_traceback(client: AppClient, herder: FakeHerder,
     record = next(r for r in caplog.records if r.name == "connect_runtime.rest.errors")
     assert record.exc_info is not None and record.exc_info[0] is ValueError
     assert "/connectors/conn/status" in record.getMessage()
+
+
+def test_a_client_gone_before_its_body_is_read_is_no_error(
+        herder: FakeHerder, caplog: pytest.LogCaptureFixture) -> None:
+    # A task whose fence request timed out hangs up mid-request: nothing is
+    # answered (no one is there) and nothing is logged as an error.
+    app = create_app(herder)
+    sent: list[Message] = []
+
+    async def receive() -> Message:
+        return {"type": "http.disconnect"}
+
+    async def send(message: Message) -> None:
+        sent.append(message)
+
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1",
+             "method": "PUT", "scheme": "http", "path": "/connectors/conn/config",
+             "raw_path": b"/connectors/conn/config", "root_path": "", "query_string": b"",
+             "headers": [(b"content-type", b"application/json"), (b"content-length", b"40")],
+             "client": ("127.0.0.1", 5000), "server": ("127.0.0.1", 8083)}
+    with caplog.at_level(logging.INFO, logger="connect_runtime.rest.errors"):
+        asyncio.run(app(scope, receive, send))
+    assert sent == []
+    records = [r for r in caplog.records if r.name == "connect_runtime.rest.errors"]
+    assert [r.levelno for r in records] == [logging.INFO], records
+    assert "disconnected" in records[0].getMessage()
 
 
 def test_exception_without_message_still_says_something(client: AppClient,

@@ -24,4 +24,9 @@ if [ ! -f "$stamp" ]; then
   rm -f .venv/.installed-*
   touch "$stamp"
 fi
+# A class-data archive of the Spark driver's JVM halves a worker's start (about
+# 20 s to make, once per environment; connect_runtime/cluster/jvm_archive.py).
+# Without one workers still run, only slower to start.
+.venv/bin/python -m connect_runtime.cluster.jvm_archive >&2 \
+  || echo "setup.sh: could not make the Spark driver's class archive (see above); workers will start without it" >&2
 bash deploy/kafka.sh fetch

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from connect_runtime.cluster import jvm_archive
 from connect_runtime.cluster.kube_executors import remove_stale_executors
 from connect_runtime.config.spark_settings import SparkSettings
 from connect_runtime.protocol.task_spec import TaskSpec
@@ -64,7 +65,7 @@ class ConnectorJob:
 
 
 class SparkTaskRunner:
-    """Owns the SparkSession and the per-connector jobs."""
+    """Owns the SparkContext and the per-connector jobs."""
 
     def __init__(self, settings: SparkSettings, app_name: str,
                  on_job_failed: JobFailureListener,
@@ -77,7 +78,7 @@ class SparkTaskRunner:
         self._driver_tmpdir = driver_tmpdir
         self._app_name = app_name
         self._on_job_failed = on_job_failed
-        self._session: Any = None
+        self._context: Any = None  # the SparkContext, once started
         self._jobs: dict[str, ConnectorJob] = {}
         self._lock = threading.Lock()
         self._session_lock = threading.Lock()
@@ -94,10 +95,10 @@ class SparkTaskRunner:
         return self.per_leader or self.ready.is_set()
 
     def start(self) -> None:
-        """Create the SparkSession (seconds: it starts a JVM, and on a cluster it
+        """Create the SparkContext (seconds: it starts a JVM, and on a cluster it
         registers an application). Idempotent."""
         with self._session_lock:
-            if self._session is not None:
+            if self._context is not None:
                 return
             os.environ["PYSPARK_PYTHON"] = self._settings.conf["spark.pyspark.python"]
             os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -106,18 +107,20 @@ class SparkTaskRunner:
                 # saying so spares a warning on every start that the host name
                 # resolves to a loopback address.
                 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-            from pyspark.sql import SparkSession
+            # A SparkContext, not a SparkSession: tasks are RDD jobs, and the
+            # session's SQL machinery would cost every worker start about 2.5 s
+            # of class loading on a 2-core machine (docs/spark.md).
+            from pyspark import SparkConf, SparkContext
 
-            builder = SparkSession.builder.appName(self._app_name)
-            for key, value in driver_conf(self._settings.conf,
-                                          self._driver_tmpdir).items():
-                builder = builder.config(key, value)
-            self._session = builder.getOrCreate()
-            sc = self._session.sparkContext
+            conf = SparkConf().setAppName(self._app_name)
+            for key, value in driver_conf(self._settings.conf, self._driver_tmpdir).items():
+                conf.set(key, value)
+            sc = SparkContext.getOrCreate(conf)
+            self._context = sc
             for f in self._py_files:
                 sc.addPyFile(str(f))
             sc.setLogLevel(self._settings.conf.get("spark.log.level", "WARN"))
-            log.info("SparkSession started (master %s)", self._settings.master)
+            log.info("Spark started (master %s)", self._settings.master)
             try:
                 remove_stale_executors(self._settings.conf, str(sc.applicationId))
             except Exception:  # housekeeping: the new application runs regardless
@@ -136,9 +139,9 @@ class SparkTaskRunner:
     def capacity(self) -> int | None:
         """Task slots Spark has now (executor cores / ``spark.task.cpus``); None
         before the session is up."""
-        if self._session is None:
+        sc = self._context
+        if sc is None:
             return None
-        sc = self._session.sparkContext
         if not self._settings.local:
             # defaultParallelism is at least 2 even with no executor at all (while
             # Kubernetes schedules the executor pods, say), so count the
@@ -159,7 +162,7 @@ class SparkTaskRunner:
     def submit(self, connector: str, generation: int, specs: list[TaskSpec]) -> ConnectorJob:
         """Start the job for one generation of ``connector``. Previous job must be stopped."""
         if not self.ready.wait(SESSION_START_TIMEOUT_S):
-            raise RuntimeError(f"SparkSession did not start within {SESSION_START_TIMEOUT_S:.0f}s")
+            raise RuntimeError(f"Spark did not start within {SESSION_START_TIMEOUT_S:.0f}s")
         group = f"connect-{connector}-{generation}"
         groups = slot_groups(specs)
         job = ConnectorJob(connector, generation, len(specs), group, len(groups))
@@ -197,7 +200,7 @@ class SparkTaskRunner:
                 "tasks.max.")
 
     def _run_job(self, job: ConnectorJob, groups: list[list[TaskSpec]]) -> None:
-        sc = self._session.sparkContext
+        sc = self._context
         try:
             sc.setJobGroup(job.group, f"connector {job.connector} generation {job.generation}",
                            interruptOnCancel=True)
@@ -230,20 +233,20 @@ class SparkTaskRunner:
             log.warning("tasks of %s did not stop within %.1fs; cancelling their Spark job",
                         connector, graceful_timeout_s)
             job.cancelled = True
-            self._session.sparkContext.cancelJobGroup(job.group)
+            self._context.cancelJobGroup(job.group)
             job.done.wait(30)
         with self._lock:
             if self._jobs.get(connector) is job:
                 del self._jobs[connector]
 
     def shutdown(self) -> None:
-        """Stop the session (a cluster application: its executors are released)."""
+        """Stop Spark (a cluster application: its executors are released)."""
         with self._session_lock:
             self.ready.clear()
-            if self._session is not None:
-                self._session.stop()
-                self._session = None
-                log.info("SparkSession stopped")
+            if self._context is not None:
+                self._context.stop()
+                self._context = None
+                log.info("Spark stopped")
 
 
 def slot_groups(specs: Sequence[TaskSpec]) -> list[list[TaskSpec]]:
@@ -263,21 +266,22 @@ def slot_groups(specs: Sequence[TaskSpec]) -> list[list[TaskSpec]]:
     return groups
 
 
-DRIVER_LOG4J2 = Path(__file__).resolve().with_name("spark-driver-log4j2.properties")
+DRIVER_LOG4J2 = jvm_archive.DRIVER_LOG4J2
 
 
 def driver_conf(conf: Mapping[str, str], tmpdir: Path | None = None) -> dict[str, str]:
-    """``conf`` with the driver JVM's log configuration (DRIVER_LOG4J2) and, if
-    given, its ``java.io.tmpdir`` ahead of any ``spark.driver.extraJavaOptions``
-    given: a -D of the same name there comes later on the JVM's command line,
-    and wins.
+    """``conf`` with the driver JVM's class archive (:mod:`jvm_archive`, when this
+    machine has one), its log configuration (DRIVER_LOG4J2) and, if given, its
+    ``java.io.tmpdir`` ahead of any ``spark.driver.extraJavaOptions`` given: an
+    option of the same name there comes later on the JVM's command line, and
+    wins (``-Xshare:off`` turns the archive off).
 
     ``java.io.tmpdir`` is where Spark puts the driver's ``spark-*`` and
     ``blockmgr-*`` directories unless ``spark.local.dir`` (or
     ``SPARK_LOCAL_DIRS``) says otherwise; only the driver's option is set, so
     executors of a cluster master keep their own."""
     given = conf.get("spark.driver.extraJavaOptions", "")
-    ours = f'-Dlog4j2.configurationFile="{DRIVER_LOG4J2}"'
+    ours = f'{jvm_archive.java_options()} -Dlog4j2.configurationFile="{DRIVER_LOG4J2}"'.lstrip()
     if tmpdir is not None:
         ours += f' -Djava.io.tmpdir="{tmpdir}"'
     return {**conf, "spark.driver.extraJavaOptions": f"{ours} {given}".strip()}

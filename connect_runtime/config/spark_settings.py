@@ -2,7 +2,7 @@
 
 A connector task holds one Spark task (a *slot*) for as long as it runs, which
 is not what Spark's defaults assume (short tasks, retried or duplicated freely).
-:func:`spark_settings` turns the worker's ``spark.*`` keys into the SparkSession
+:func:`spark_settings` turns the worker's ``spark.*`` keys into the SparkContext
 settings, refusing the ones that would break task semantics (a ``ConfigException``
 naming the key: the CLI exits non-zero with it) and overriding, with a warning,
 the ones that must not be on. docs/spark.md explains each choice.
@@ -76,7 +76,7 @@ def _true(conf: Mapping[str, str], key: str) -> bool:
 
 @dataclass(frozen=True)
 class SparkSettings:
-    """Validated SparkSession settings. ``conf`` is what the session is built with."""
+    """Validated SparkContext settings. ``conf`` is what the session is built with."""
 
     conf: dict[str, str]
 

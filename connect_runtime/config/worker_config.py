@@ -4,7 +4,7 @@ Keys, defaults and meanings follow Kafka Connect so an existing
 ``connect-distributed.properties`` mostly works as is. Differences (see
 docs/configuration.md): ``exactly.once.source.support`` defaults to ``enabled``
 (the point of this project), converters default to schemaless JSON, and
-``spark.*`` keys configure the SparkSession that hosts the tasks.
+``spark.*`` keys configure the SparkContext that hosts the tasks.
 
 Client overrides use Connect's prefixes, with librdkafka property names:
 ``producer.*``, ``consumer.*``, ``admin.*`` (worker-wide) and
@@ -377,7 +377,7 @@ class WorkerConfig:
         return out
 
     def spark_settings(self) -> SparkSettings:
-        """The SparkSession settings from the ``spark.*`` keys, validated when the
+        """The SparkContext settings from the ``spark.*`` keys, validated when the
         config was loaded (:mod:`connect_runtime.config.spark_settings`)."""
         return self._spark
 

@@ -60,9 +60,12 @@ def test_signed_requests_verify_and_forgeries_do_not() -> None:
     assert no_key.value.status == 503
 
 
-def test_the_drivers_log_configuration_comes_before_the_users_java_options() -> None:
+def test_the_drivers_log_configuration_comes_before_the_users_java_options(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A -Dlog4j2.configurationFile of the user's own comes later on the JVM's
-    command line, so it wins; other options are kept."""
+    command line, so it wins; other options are kept. (No class archive here:
+    test_jvm_archive.py has the option that maps one.)"""
+    monkeypatch.setenv("CONNECT_RUNTIME_JVM_ARCHIVES", str(tmp_path))
     ours = f'-Dlog4j2.configurationFile="{DRIVER_LOG4J2}"'
     assert DRIVER_LOG4J2.is_file()
     assert driver_conf({"spark.master": "local[2]"}) == {
@@ -72,9 +75,11 @@ def test_the_drivers_log_configuration_comes_before_the_users_java_options() -> 
         "spark.driver.extraJavaOptions": f"{ours} {given}"}
 
 
-def test_the_drivers_temp_dir_is_the_workers_unless_the_user_sets_one(tmp_path: Path) -> None:
+def test_the_drivers_temp_dir_is_the_workers_unless_the_user_sets_one(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Spark's spark-* and blockmgr-* go to java.io.tmpdir when spark.local.dir is
     unset; a -Djava.io.tmpdir of the user's comes later and wins."""
+    monkeypatch.setenv("CONNECT_RUNTIME_JVM_ARCHIVES", str(tmp_path / "no-archives"))
     log4j = f'-Dlog4j2.configurationFile="{DRIVER_LOG4J2}"'
     ours = f'{log4j} -Djava.io.tmpdir="{tmp_path}"'
     assert driver_conf({}, tmp_path) == {"spark.driver.extraJavaOptions": ours}

@@ -227,6 +227,14 @@ def test_a_worker_container_runs_a_connector_exactly_once_and_stops_gracefully(
         # plugin.path comes from the image's defaults file, under everything else.
         classes = [p["class"] for p in httpx.get(f"{url}/connector-plugins", timeout=30).json()]
         assert "imageplugin.MountedSequenceConnector" in classes
+        # The Spark driver maps the class archive the image was built with
+        # (connect_runtime/cluster/jvm_archive.py): a JVM that could not would
+        # start all the same, only slower, so look at what it mapped.
+        archives = worker.exec("sh", "-c", "ls /opt/connect-runtime/venv/share/"
+                               "connect-runtime/jvm/*.jsa").split()
+        assert len(archives) == 1, archives
+        mapped = worker.exec("sh", "-c", f"grep -l '{archives[0]}' /proc/[0-9]*/maps || true")
+        assert mapped.split(), f"no process of the worker container maps {archives[0]}"
 
         partitions, records = 2, 3000
         create_topic(kafka_bootstrap, topic, partitions=partitions)

@@ -1,7 +1,7 @@
 """Where the task loop spends its time: py-spy over ``bench.task_loop``, summarized.
 
     .venv/bin/python -m bench.profile --bootstrap-server HOST:PORT [--connector sequence]
-        [--boundary poll] [--size 10000] [--records 1000000]
+        [--boundary poll] [--size 10000] [--records 1000000] [--records-form]
 
 Samples the loop alone (no worker, no Spark) at 200 Hz with py-spy and prints
 a Markdown table of self time by source line, counting only samples inside
@@ -34,8 +34,9 @@ def py_spy() -> str | None:
 
 
 def profile(bootstrap: str, connector: str, boundary: str, size: int,
-            records: int = 1_000_000, top: int = 15) -> str | None:
-    """A Markdown table of the loop's hottest lines, or None if py-spy could not run."""
+            records: int = 1_000_000, top: int = 15, records_form: bool = False) -> str | None:
+    """A Markdown table of the loop's hottest lines, or None if py-spy could not run.
+    ``records_form``: the sequence connector returns one SourceRecord per record."""
     tool = py_spy()
     if tool is None:
         print("  profile skipped: py-spy is not installed (pip install -e '.[bench]')",
@@ -46,7 +47,8 @@ def profile(bootstrap: str, connector: str, boundary: str, size: int,
         command = [tool, "record", "-r", "200", "-f", "raw", "-o", str(raw), "--",
                    sys.executable, "-m", "bench.task_loop", "--bootstrap-server", bootstrap,
                    "--connector", connector, "--boundary", boundary, "--size", str(size),
-                   "--records", str(records), "--runs", "1"]
+                   "--records", str(records), "--runs", "1",
+                   *(["--records-form"] if records_form else [])]
         done = subprocess.run(command, cwd=REPO, capture_output=True, text=True)
         if done.returncode != 0 or not raw.exists():
             print(f"  profile skipped: py-spy failed ({done.stderr.strip()[-300:]})", flush=True)
@@ -85,9 +87,11 @@ def main() -> None:
     parser.add_argument("--boundary", choices=("poll", "interval"), default="poll")
     parser.add_argument("--size", type=int, default=10_000)
     parser.add_argument("--records", type=int, default=1_000_000)
+    parser.add_argument("--records-form", action="store_true",
+                        help="sequence: one SourceRecord per record instead of RecordBatch")
     args = parser.parse_args()
     table = profile(args.bootstrap_server, args.connector, args.boundary, args.size,
-                    args.records)
+                    args.records, records_form=args.records_form)
     if table is None:
         sys.exit(1)
     print(table)

@@ -219,14 +219,21 @@ def loop_scenarios(bootstrap: str, runs: int, n100: int) -> list[Scenario]:
 
 
 def profiles(bootstrap: str) -> str:
-    """py-spy profiles of the loop alone (bench.profile), one per connector."""
+    """py-spy profiles of the loop alone (bench.profile): one per connector, and
+    those of the scenarios issue 33 sets targets for (``SourceRecord``s at
+    ``interval`` 100 ms, small transactions at ``poll`` 1,000)."""
     from bench.profile import profile
 
     parts = []
-    for connector in ("sequence", "file"):
-        table = profile(bootstrap, connector, "poll", 10_000)
+    for title, connector, boundary, size, records_form in (
+            ("sequence, poll 10,000, 100 B", "sequence", "poll", 10_000, False),
+            ("file, poll 10,000, 100 B", "file", "poll", 10_000, False),
+            (f"sequence, interval 100 ms, 100 B, {RECORDS_FORM}", "sequence", "interval", 100,
+             True),
+            ("sequence, poll 1,000, 100 B", "sequence", "poll", 1_000, False)):
+        table = profile(bootstrap, connector, boundary, size, records_form=records_form)
         if table is not None:
-            parts.append(f"### {connector}, poll 10,000, 100 B\n\n{table}\n")
+            parts.append(f"### {title}\n\n{table}\n")
     return "\n".join(parts)
 
 

@@ -16,6 +16,8 @@
 #   KAFKA_PORT            client listener port            (default: 9092)
 #   KAFKA_CONTROLLER_PORT KRaft controller listener      (default: KAFKA_PORT + 1)
 #   KAFKA_HEAP            JVM heap                        (default: 768m)
+#   KAFKA_JVM_OPTS        more JVM options, split on spaces (default: none; for
+#                         example -Xlog:safepoint*:file=/tmp/sp.log to see pauses)
 #   KAFKA_STOP_TIMEOUT    seconds before SIGKILL on stop  (default: 20)
 #   KAFKA_SASL_PORT       also listen with SASL_PLAINTEXT on 127.0.0.1:PORT, mechanisms
 #                         PLAIN and SCRAM-SHA-512 (default: no SASL listener)
@@ -152,7 +154,8 @@ start() {
   if [ ! -f "$data_dir/logs/meta.properties" ]; then format_storage; fi
   # setsid: the broker gets its own session, so a test runner's Ctrl-C or a
   # killed parent shell does not take it down half-way through a test.
-  setsid java -Xms256m -Xmx"$heap" -XX:+UseG1GC \
+  # shellcheck disable=SC2086 # KAFKA_JVM_OPTS is a list of options
+  setsid java -Xms256m -Xmx"$heap" -XX:+UseG1GC ${KAFKA_JVM_OPTS:-} \
     -Dlog4j2.configurationFile="$here/kafka/log4j2.yaml" \
     -cp "$(java_cp)" kafka.Kafka "$data_dir/server.properties" \
     > "$data_dir/broker.log" 2>&1 < /dev/null &

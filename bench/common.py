@@ -90,6 +90,35 @@ class Scenario:
         return (max(values) - min(values)) / mid if mid else None
 
 
+class TopicSweeper:
+    """Deletes the topics a benchmark run created once the run is over.
+
+    A full ``bench/run.sh --method both`` writes some 64 GB, and nothing reads a
+    scenario's topics after it: kept, they filled this machine's disk and the
+    broker shut down ("No space left on device"). Topics that existed before
+    the run are left, and so are the internal topics of a worker
+    (``-configs``, ``-offsets``, ``-status``), which outlive one run."""
+
+    KEEP = ("-configs", "-offsets", "-status")
+
+    def __init__(self, bootstrap: str) -> None:
+        self.admin = AdminClient({"bootstrap.servers": bootstrap})
+        self.before: set[str] = set()
+
+    def _topics(self) -> set[str]:
+        return set(self.admin.list_topics(timeout=30).topics)
+
+    def mark(self) -> None:
+        self.before = self._topics()
+
+    def sweep(self) -> None:
+        new = [t for t in self._topics() - self.before
+               if not t.startswith("_") and not t.endswith(self.KEEP)]
+        if new:
+            for f in self.admin.delete_topics(new, operation_timeout=30).values():
+                f.result()
+
+
 def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap})
     for f in admin.create_topics([NewTopic(topic, partitions, 1)]).values():

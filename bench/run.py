@@ -49,7 +49,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from bench.common import WARMUP_S, Measurement, Scenario, window_for
+from bench.common import WARMUP_S, Measurement, Scenario, TopicSweeper, window_for
 from bench.java_limit import run_java_limit, run_java_limit_window
 from bench.limit import run_limit, run_limit_window
 
@@ -90,9 +90,17 @@ def long_factor(interval_ms: int | None) -> int:
     return 10 if interval_ms >= 1000 else 5
 
 
+# Set by main: deletes each run's topics after it (common.TopicSweeper).
+SWEEPER: TopicSweeper | None = None
+
+
 def repeat(scenario: Scenario, runs: int, once: Callable[[], Measurement]) -> Scenario:
     for i in range(runs):
+        if SWEEPER is not None:
+            SWEEPER.mark()
         m = once()
+        if SWEEPER is not None:
+            SWEEPER.sweep()
         scenario.runs.append(m)
         print(f"  {scenario.group}/{scenario.name} [{scenario.method}] run {i + 1}: "
               f"{m.records_per_s:,.0f} rec/s "
@@ -570,6 +578,8 @@ def main(argv: list[str] | None = None) -> int:
     from bench.limit import warm_up
 
     print("warming the broker up (40 s of transactional writes, not measured)", flush=True)
+    global SWEEPER
+    SWEEPER = TopicSweeper(args.bootstrap_server)
     warm_up(args.bootstrap_server)
     limit = limit_scenarios(args.bootstrap_server, args.runs, n100, n1k, methods, window_s) \
         if wanted("limit") else []

@@ -81,7 +81,7 @@ class SparkTaskRunner:
         self._context: Any = None  # the SparkContext, once started
         self._jobs: dict[str, ConnectorJob] = {}
         self._lock = threading.Lock()
-        self._session_lock = threading.Lock()
+        self._context_lock = threading.Lock()  # guards _context: start() and shutdown()
         self.ready = threading.Event()
 
     @property
@@ -97,7 +97,7 @@ class SparkTaskRunner:
     def start(self) -> None:
         """Create the SparkContext (seconds: it starts a JVM, and on a cluster it
         registers an application). Idempotent."""
-        with self._session_lock:
+        with self._context_lock:
             if self._context is not None:
                 return
             os.environ["PYSPARK_PYTHON"] = self._settings.conf["spark.pyspark.python"]
@@ -241,7 +241,7 @@ class SparkTaskRunner:
 
     def shutdown(self) -> None:
         """Stop Spark (a cluster application: its executors are released)."""
-        with self._session_lock:
+        with self._context_lock:
             self.ready.clear()
             if self._context is not None:
                 self._context.stop()

@@ -9,7 +9,7 @@ import statistics
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -104,14 +104,28 @@ class TopicSweeper:
     def __init__(self, bootstrap: str) -> None:
         self.admin = AdminClient({"bootstrap.servers": bootstrap})
         self.before: set[str] = set()
+        # While paused, mark and sweep do nothing (see paused).
+        self._paused = False
 
     def _topics(self) -> set[str]:
         return set(self.admin.list_topics(timeout=30).topics)
 
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """No deletions inside the block, whatever way it ends."""
+        self._paused = True
+        try:
+            yield
+        finally:
+            self._paused = False
+
     def mark(self) -> None:
-        self.before = self._topics()
+        if not self._paused:
+            self.before = self._topics()
 
     def sweep(self) -> None:
+        if self._paused:
+            return
         new = [t for t in self._topics() - self.before
                if not t.startswith("_") and not t.endswith(self.KEEP)]
         if new:

@@ -36,6 +36,7 @@ measured by count (the loop has no consumer; latency needs one).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -599,10 +600,9 @@ def main(argv: list[str] | None = None) -> int:
             # under it, its GET /connectors/{name}/offsets stopped answering
             # (twice, in the second "file interval 1 s" window run; without
             # the deletions the same part completed). It writes a few GB only.
-            sweeper, SWEEPER = SWEEPER, None
-            java = java_scenarios(args.bootstrap_server, args.runs, n100, Path(tmp), methods,
-                                  window_s)
-            SWEEPER = sweeper
+            with SWEEPER.paused() if SWEEPER is not None else contextlib.nullcontext():
+                java = java_scenarios(args.bootstrap_server, args.runs, n100, Path(tmp),
+                                      methods, window_s)
         if wanted("scaling"):
             from bench.scaling import scaling_scenarios
 

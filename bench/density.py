@@ -52,7 +52,7 @@ a JVM heap grown by an earlier run) is counted in a later one. Per run:
    still took ~0.2 cores 30 s after its start in a trial with 10 idle tasks), then
    a window of ``WINDOW_S`` x ``--scale`` seconds:
    * CPU: utime + stime of the whole process tree over the window
-     (``tree_cpu_seconds``), in cores (the JSON has it per memory interval too);
+     (``TreeCpu``), in cores (the JSON has it per memory interval too);
    * memory: RSS (``VmRSS``) and PSS (``smaps_rollup``) summed over the tree, every
      ``MEMORY_EVERY_S`` s; the table shows the medians. Ours: worker + Spark JVM +
      PySpark daemon + every Python process hosting tasks; Kafka Connect: its JVM.
@@ -97,6 +97,7 @@ import httpx
 
 from bench.common import (
     REPO,
+    TreeCpu,
     WorkerProcess,
     create_topic,
     free_port,
@@ -104,7 +105,6 @@ from bench.common import (
     process_tree,
     pss_mb,
     rss_mb,
-    tree_cpu_seconds,
 )
 from bench.control_plane import percentile
 
@@ -427,7 +427,8 @@ def measure(side: str, worker: Any, s: Scenario, tasks_per_process: int, window_
     time.sleep(settle_s)
 
     offsets0, o0 = committed_offsets(worker, name), time.monotonic()
-    cpu0, t0 = tree_cpu_seconds(root), time.monotonic()
+    cpu = TreeCpu(root)
+    cpu0, t0 = cpu.seconds(), time.monotonic()
     load = RestLoad(worker.url, name, rest_rate).start()
     end = t0 + window_s
     last = (t0, cpu0)
@@ -436,7 +437,7 @@ def measure(side: str, worker: Any, s: Scenario, tasks_per_process: int, window_
             rss, pss, run.processes, run.threads = tree_memory(root)
             run.rss_samples.append(rss)
             run.pss_samples.append(pss)
-            now = (time.monotonic(), tree_cpu_seconds(root))
+            now = (time.monotonic(), cpu.seconds())
             if now[0] - last[0] > 1:
                 run.cpu_cores_samples.append((now[1] - last[1]) / (now[0] - last[0]))
                 last = now
@@ -447,7 +448,7 @@ def measure(side: str, worker: Any, s: Scenario, tasks_per_process: int, window_
         time.sleep(max(0.0, end - time.monotonic()))
     finally:
         load.stop()
-    cpu1, t1 = tree_cpu_seconds(root), time.monotonic()
+    cpu1, t1 = cpu.seconds(), time.monotonic()
     offsets1, o1 = committed_offsets(worker, name), time.monotonic()
     states = task_states(worker, name)
 

@@ -20,6 +20,7 @@ import argparse
 import re
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 
@@ -36,6 +37,18 @@ def sample(pid: int) -> dict[int, tuple[str, int, int]]:
     return out
 
 
+def thread_state(pid: int, tid: int) -> tuple[str, str]:
+    """(state letter, kernel function it sleeps in, or "")."""
+    base = Path(f"/proc/{pid}/task/{tid}")
+    try:
+        stat = (base / "stat").read_text()
+        wchan = (base / "wchan").read_text().strip()
+    except OSError:
+        return "?", ""
+    # The name (field 2) is in parentheses and may hold spaces: the state follows the last ")".
+    return stat[stat.rindex(")") + 2], "" if wchan == "0" else wchan
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pid", type=int, required=True)
@@ -46,9 +59,18 @@ def main() -> int:
     match = re.compile(args.match) if args.match else None
     before = sample(args.pid)
     end = time.monotonic() + args.seconds
+    matched = [tid for tid, (name, _, _) in before.items() if match and match.search(name)]
     while time.monotonic() < end and Path(f"/proc/{args.pid}").exists():
-        time.sleep(args.interval)
+        # Every 100 ms, the state of each matched thread (tid -> Counter of "state wchan").
+        seen: dict[int, Counter[str]] = {tid: Counter() for tid in matched}
+        until = time.monotonic() + args.interval
+        while (left := until - time.monotonic()) > 0:
+            time.sleep(min(0.1, left))
+            for tid in matched:
+                state, wchan = thread_state(args.pid, tid)
+                seen[tid][f"{state} {wchan}".strip()] += 1
         now = sample(args.pid)
+        matched = [tid for tid, (name, _, _) in now.items() if match and match.search(name)]
         deltas = []
         for tid, (name, ran, waited) in now.items():
             _, ran0, waited0 = before.get(tid, (name, 0, 0))
@@ -61,8 +83,10 @@ def main() -> int:
                 f"waited {waited_ms:7.0f} ms; longest waits: "
                 + ", ".join(f"{n} {w / 1e6:.0f} ms" for w, _, n, _ in worst))
         if match is not None:
-            line += "; " + ", ".join(f"{n}: ran {r / 1e6:.0f} waited {w / 1e6:.0f} ms"
-                                     for w, r, n, _ in deltas if match.search(n))
+            line += "; " + ", ".join(
+                f"{n}: ran {r / 1e6:.0f} waited {w / 1e6:.0f} ms "
+                f"[{' '.join(f'{k} x{c}' for k, c in seen.get(t, Counter()).most_common(3))}]"
+                for w, r, n, t in deltas if match.search(n))
         print(line, flush=True)
     return 0
 

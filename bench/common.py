@@ -320,13 +320,21 @@ class CommittedCounter:
         return values[min(len(values) - 1, int(q * len(values)))]
 
 
+def stat_fields(pid: int) -> list[str]:
+    """``/proc/PID/stat`` from its third field on: ``[0]`` is the state, and field
+    N (1-based, as ``man proc`` numbers them) is ``[N - 3]``. The name (field 2)
+    is cut off: it is in parentheses and may hold spaces. Raises OSError when
+    there is no such process."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+
+
 def tree_cpu_seconds(root: int) -> float:
     """User + system CPU of ``root`` and its live descendants (and reaped children)."""
     tick = os.sysconf("SC_CLK_TCK")
     total = 0
     for pid in process_tree(root):
         try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            fields = stat_fields(pid)
         except OSError:
             continue
         # utime, stime, cutime, cstime are fields 14-17 (1-based) of the stat line.
@@ -354,7 +362,7 @@ class TreeCpu:
     def seconds(self) -> float:
         for pid in process_tree(self.root):
             try:
-                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+                fields = stat_fields(pid)
             except OSError:
                 continue
             # utime and stime are fields 14-15 (1-based), starttime 22.

@@ -105,6 +105,7 @@ from bench.common import (
     process_tree,
     pss_mb,
     rss_mb,
+    stat_fields,
 )
 from bench.control_plane import percentile
 
@@ -305,7 +306,7 @@ def _start_time(pid: int) -> str | None:
     """A live process's start time (``/proc/PID/stat`` field 22), which tells a pid's
     reuse apart; None for a zombie (dead, waiting for its parent) or no process."""
     try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        fields = stat_fields(pid)
     except OSError:
         return None
     return None if fields[0] == "Z" else fields[19]

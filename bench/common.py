@@ -18,8 +18,11 @@ from confluent_kafka import Consumer, IsolationLevel, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(REPO / "tests"), str(REPO / "tests" / "e2e")]
-from harness import WorkerProcess, free_port, process_tree  # noqa: E402  (tests' harness)
+sys.path[:0] = [str(REPO / "tests")]
+# The tests' support package (tests/support/), after the path that finds it.
+from support.kafka import free_port  # noqa: E402
+from support.processes import process_tree  # noqa: E402
+from support.workers import WorkerProcess  # noqa: E402
 
 __all__ = ["WorkerProcess", "free_port", "process_tree"]
 

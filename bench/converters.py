@@ -102,7 +102,7 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=10_000)
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
-    from registry_helpers import SchemaRegistry  # tests' helper (bench.common's sys.path)
+    from support.registry import SchemaRegistry  # tests' helper (bench.common's sys.path)
 
     with tempfile.TemporaryDirectory(prefix="bench-registry-") as tmp:
         registry = SchemaRegistry(Path(tmp))

@@ -13,8 +13,8 @@ Setups, each with ``tasks.max`` = 1, 2, 4, 8 (``TASK_COUNTS``):
   like-for-like counterpart of the Kafka Connect setup.
 * ``standalone 2x4, sequence``: one worker whose Spark master is a real Spark
   standalone cluster on loopback, ``SparkStandaloneCluster`` from
-  ``tests/spark_standalone.py`` (imported from the tests directory, which
-  ``bench.common`` puts on ``sys.path`` for the tests' worker harness): 2 Spark
+  ``tests/support/spark_standalone.py`` (imported from the tests directory, which
+  ``bench.common`` puts on ``sys.path`` for the tests' support package): 2 Spark
   Workers advertising 4 cores each, ``spark.executor.cores=4``,
   ``spark.cores.max=8``: exactly 2 executor JVMs, one per Worker, with 4 task
   slots each, so 8 tasks fit. Those "cores" are Spark scheduling slots: on a
@@ -187,7 +187,9 @@ def _local_worker(bootstrap: str, workdir: Path) -> Iterator[WorkerProcess]:
 def _cluster_worker(bootstrap: str, workdir: Path) -> Iterator[tuple[WorkerProcess, Any]]:
     """A Spark standalone cluster (2 Workers x 4 cores) and a worker whose Spark
     app gets one 4-core executor on each; both stopped on the way out."""
-    from spark_standalone import SparkStandaloneCluster  # tests/, on sys.path via bench.common
+    from support.spark_standalone import (
+        SparkStandaloneCluster,  # tests/, on sys.path via bench.common
+    )
 
     slots = CLUSTER_WORKERS * CLUSTER_CORES_PER_WORKER
     cluster = SparkStandaloneCluster(workdir / "spark", workers=CLUSTER_WORKERS,

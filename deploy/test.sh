@@ -23,7 +23,7 @@ done
 # under ~/.cache/connect-runtime).
 echo "== Schema Registry"
 bash deploy/registry.sh fetch
-# The SQL source's tests start Debian's PostgreSQL server (tests/postgres_helpers.py).
+# The SQL source's tests start Debian's PostgreSQL server (tests/support/postgres.py).
 if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
   echo "== installing Debian's postgresql"
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >&2 \

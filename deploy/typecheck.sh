@@ -17,9 +17,9 @@ ln -s "$repo/connectors" "$view/connect_runtime/connectors"
 ln -s "$repo/bench" "$view/bench"
 cd "$view"
 # The example connector of docs/writing-a-connector.md is checked with it, and
-# so are the benchmarks, which import the tests' harness (bench/common.py puts
-# tests/ and tests/e2e/ on sys.path the same way).
-export MYPYPATH="$repo/examples/http_source:$repo/tests:$repo/tests/e2e"
+# so are the benchmarks, which import the tests' support package (bench/common.py
+# puts tests/ on sys.path the same way).
+export MYPYPATH="$repo/examples/http_source:$repo/tests"
 "$repo/.venv/bin/mypy" --config-file "$repo/pyproject.toml" -p connect_runtime -p http_source \
   -p bench "$@"
 # The single-node Kubernetes cluster's script (stdlib only).

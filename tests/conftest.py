@@ -6,9 +6,9 @@
 * ``unique_name``: a fresh name per test, for topics, group ids and connectors,
   so tests sharing the broker never see each other's data.
 * ``postgres``: one real PostgreSQL server per test session, started on first use
-  (``postgres_helpers``); tests take a database each with ``create_database()``.
+  (``support.postgres``); tests take a database each with ``create_database()``.
 * ``schema_registry``: one real Schema Registry (Apicurio, Confluent's API) per
-  test session, started on first use (``registry_helpers``); tests use unique
+  test session, started on first use (``support.registry``); tests use unique
   subjects (their topics'), so they share it.
 * At the end of the session, the temporary roots of workers the tests SIGKILLed
   are swept as the next worker's start would sweep them
@@ -25,9 +25,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from kafka_helpers import Broker, free_port_pair
-from postgres_helpers import PostgresServer, postgres_server
-from registry_helpers import SchemaRegistry
+from support.kafka import Broker, free_port_pair
+from support.postgres import PostgresServer, postgres_server
+from support.registry import SchemaRegistry
 
 from connect_runtime.tempdirs import sweep_stale_roots
 

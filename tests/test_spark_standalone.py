@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from spark_standalone import (
+from support import processes
+from support.spark_standalone import (
     Executor,
     SparkStandaloneCluster,
-    proc_alive,
     spark_cluster_fixture,  # noqa: F401
     wait_for,
 )
@@ -228,7 +228,7 @@ def test_executor_sigkill_during_long_task(spark_cluster: SparkStandaloneCluster
         while len(gone) < len(python) or not replacement:
             assert time.monotonic() < deadline, (gone, python, replacement)
             now = time.time()
-            gone.update({p: now for p in python if p not in gone and not proc_alive(p)})
+            gone.update({p: now for p in python if p not in gone and not processes.alive(p)})
             if not replacement:
                 replacement = [e for e in cluster.executors(app_id)
                                if e.executor_id not in known]
@@ -238,7 +238,7 @@ def test_executor_sigkill_during_long_task(spark_cluster: SparkStandaloneCluster
         after = cluster.executors(app_id)
         rerun_owner = {pid: e for e in after for pid in cluster.python_workers(e.pid)}.get(
             rerun["pid"])
-        assert not proc_alive(victim.pid)
+        assert not processes.alive(victim.pid)
         assert len(replacement) == 1 and len(after) == 4, (execs, after)
         assert rerun_owner == replacement[0]
 

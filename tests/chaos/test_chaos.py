@@ -36,9 +36,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from e2e.harness import Cluster, WorkerProcess
-from faults import CommittedTail, FaultTable, Group, wait_recovered
-from kafka_helpers import Broker, create_topic, free_port_pair, wait_for
+from support.cluster import Cluster
+from support.faults import CommittedTail, FaultTable, Group, wait_recovered
+from support.kafka import Broker, create_topic, free_port_pair, wait_for
+from support.workers import WorkerProcess
 
 from connect_runtime.connectors.sequence import expected_aborted
 from connect_runtime.tools.verify import format_table, verify_topics

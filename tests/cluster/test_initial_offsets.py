@@ -1,6 +1,6 @@
 """Creating a connector with initial offsets (KIP-995, beyond Connect 4.1), without Kafka.
 
-The herder runs for real over in-memory stores (``tests/memory_herder.py``); the one
+The herder runs for real over in-memory stores (``tests/support/memory_herder.py``); the one
 step that needs a broker, writing the offsets records, is replaced by a recorder
 that also notes what the config topic held at that moment. What is tested is the
 order: config validated, offsets checked by the connector, offsets written, and
@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from memory_herder import leading_herder
+from support.memory_herder import leading_herder
 
 from connect_runtime.cluster.herder import DistributedHerder
 from connect_runtime.cluster.offset_alteration import OffsetTopics

@@ -1,7 +1,7 @@
 """The reconcile state has one owner: the reconcile thread (connect_runtime.cluster.reconciler).
 
 The herder runs for real here, its Kafka stores and Spark runner replaced by
-in-memory ones (``tests/memory_herder.py``): what is tested is which thread
+in-memory ones (``tests/support/memory_herder.py``): what is tested is which thread
 touches what, not Kafka or Spark. REST restarts, Spark's job-failure callbacks
 and reconfigurations race each other from their own threads, many times; every
 touch of the reconcile state from a thread other than the reconciler's raises
@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Iterator
 
 import pytest
-from memory_herder import RecordingRunner, leading_herder
+from support.memory_herder import RecordingRunner, leading_herder
 
 from connect_runtime.api.connector import SourceConnector
 from connect_runtime.api.record import SourceRecord

@@ -3,7 +3,7 @@
 ``database`` is parametrized over both: a SQLite file in the test's tmp dir, or
 a fresh database on the session's PostgreSQL server (``tests/conftest.py``).
 ``Database`` creates tables with SQLAlchemy Core, so one test body runs on
-both (``postgres_helpers.Database``).
+both (``support.postgres.Database``).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from postgres_helpers import Database, PostgresServer
+from support.postgres import Database, PostgresServer
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
-from kafka_helpers import free_port, wait_for
-from postgres_helpers import Database
+from support.kafka import free_port, wait_for
+from support.postgres import Database
 
 from connect_runtime import ConnectError
 from connect_runtime.config.validation import validate_connector_config

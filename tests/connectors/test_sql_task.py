@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
-from postgres_helpers import Database, past
+from support.postgres import Database, past
 
 from connect_runtime import ConnectError, DataException, RecordBatch, SourceRecord
 from connect_runtime.connectors.sql import SqlSourceTask

@@ -4,7 +4,7 @@
 
 Runs every case of ``vector_cases.py`` through Kafka Connect 4.1.1's converter of the
 same class name (``java/ConverterVectors.java``, compiled with ``javac`` against
-the jars ``tests/e2e/java_connect.py`` fetches with Maven into ``.cache/``) and
+the jars ``tests/support/java_connect.py`` fetches with Maven into ``.cache/``) and
 writes each case with the bytes Connect wrote, or the exception it threw.
 ``test_connect_vectors.py`` asserts our converters write the same bytes.
 
@@ -31,10 +31,9 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(REPO / "tests"))
-sys.path.insert(0, str(REPO / "tests" / "e2e"))
 
-import java_connect  # noqa: E402
 import vector_cases as cases  # noqa: E402
+from support import java_connect  # noqa: E402
 
 
 def _java_binary(given: str | None) -> str:

@@ -24,8 +24,8 @@ from confluent_kafka.schema_registry.json_schema import JSONDeserializer
 from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 from google.protobuf import json_format
-from registry_helpers import LINE, ORDER_FIELDS, SchemaRegistry, compile_proto, order_values
-from tls_helpers import make_pki, tools_missing
+from support.registry import LINE, ORDER_FIELDS, SchemaRegistry, compile_proto, order_values
+from support.tls import make_pki, tools_missing
 
 from connect_runtime.api.schema import Schema, Struct
 from connect_runtime.converters import load_converter
@@ -211,7 +211,7 @@ def test_record_name_strategy(schema_registry: SchemaRegistry, client: SchemaReg
 
 
 def test_an_unreachable_registry_names_the_url() -> None:
-    from kafka_helpers import free_port
+    from support.kafka import free_port
 
     url = f"http://127.0.0.1:{free_port()}/apis/ccompat/v7"
     converter = load_converter(AVRO, {"schema.registry.url": url, "max.retries": "1",

@@ -24,7 +24,6 @@ from __future__ import annotations
 import datetime
 import decimal
 import hashlib
-import importlib.util
 import json
 import shutil
 import struct as binary
@@ -34,8 +33,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from registry_helpers import LINE as INNER
-from registry_helpers import ORDER_FIELDS, SchemaRegistry, order_values
+from support.java_connect import maven_jars
+from support.registry import LINE as INNER
+from support.registry import ORDER_FIELDS, SchemaRegistry, order_values
 
 from connect_runtime.api.schema import DATE, DECIMAL, TIME, TIMESTAMP, Schema, SchemaType, Struct
 from connect_runtime.converters import load_converter
@@ -49,7 +49,7 @@ POM = HERE / "java" / "apicurio-decoder" / "pom.xml"
 POM_HASH = hashlib.sha256(POM.read_bytes()).hexdigest()[:12]
 LIBS = REPO / ".cache" / f"apicurio-decoder-{POM_HASH}" / "libs"
 
-# registry_helpers' order, plus an INT8 and a Time field.
+# support.registry's order, plus an INT8 and a Time field.
 ORDER = Schema.struct({**ORDER_FIELDS, "tiny": Schema.INT8, "clock": Schema.time()},
                       name="com.example.Order", version=1)
 KEY = Schema.struct({"id": Schema.INT64, "region": Schema.STRING}, name="com.example.OrderKey")
@@ -176,24 +176,13 @@ def java_classes(schema: Schema, value: Struct, prefix: str = "") -> dict[str, s
     return out
 
 
-def _java_connect() -> Any:
-    """tests/e2e/java_connect.py (its ``maven_jars``), loaded from its file: tests/e2e is
-    not on this directory's import path."""
-    spec = importlib.util.spec_from_file_location(
-        "java_connect", REPO / "tests" / "e2e" / "java_connect.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def decode_in_java(core_url: str, frames: list[tuple[str, bytes, str]],
                    work: Path) -> list[dict[str, Any]]:
     """ConfluentFramesDecoder's answer for each (topic, frame, "key"|"value")."""
     missing = [tool for tool in ("java", "javac", "mvn") if shutil.which(tool) is None]
     if missing:
         pytest.fail(f"this test needs a JDK (>= 17) and Maven; not on PATH: {missing}")
-    libs = _java_connect().maven_jars(POM, LIBS)
+    libs = maven_jars(POM, LIBS)
     classes = work / "classes"
     subprocess.run(["javac", "--release", "17", "-encoding", "UTF-8", "-cp", f"{libs}/*",
                     "-d", str(classes), str(DECODER)], check=True)

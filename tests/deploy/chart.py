@@ -19,8 +19,8 @@ from typing import Any
 
 import httpx
 import yaml
-from kafka_helpers import wait_for
 from kube_apiserver import REPO, tool
+from support.kafka import wait_for
 
 CHART = REPO / "deploy" / "helm" / "connect-runtime"
 VALUE_SETS = sorted(p.name for p in (CHART / "ci").glob("*-values.yaml"))

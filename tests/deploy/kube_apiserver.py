@@ -28,7 +28,7 @@ from typing import Any
 
 import httpx
 import pytest
-from kafka_helpers import free_port, wait_for
+from support.kafka import free_port, wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 TOOLS_SH = REPO / "deploy" / "kubernetes" / "tools.sh"

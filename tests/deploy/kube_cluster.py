@@ -31,7 +31,7 @@ from typing import Any
 import httpx
 from confluent_kafka import Consumer, IsolationLevel, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
-from kafka_helpers import wait_for
+from support.kafka import wait_for
 
 from connect_runtime.tools.verify import Report, verify_topics
 

@@ -30,8 +30,8 @@ from typing import Any
 import httpx
 import pytest
 from docker_engine import DockerEngine
-from kafka_helpers import create_topic, free_port, wait_for
-from spark_standalone import SparkStandaloneCluster
+from support.kafka import create_topic, free_port, wait_for
+from support.spark_standalone import SparkStandaloneCluster
 
 from connect_runtime.tools.verify import Report, verify_topics
 

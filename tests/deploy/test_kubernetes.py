@@ -22,8 +22,8 @@ import httpx
 import pytest
 import yaml
 from chart import CHART, VALUE_SETS, PodWorker, helm, pod_environment, values_args
-from kafka_helpers import free_port, wait_for
 from kube_apiserver import KubeAPIServer, kube_apiserver  # noqa: F401  (fixture)
+from support.kafka import free_port, wait_for
 
 RELEASE = "r"
 FULLNAME = "r-connect-runtime"

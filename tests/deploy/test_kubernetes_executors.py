@@ -22,7 +22,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from kafka_helpers import wait_for
 from kube_cluster import (
     CHART,
     Kube,
@@ -32,6 +31,7 @@ from kube_cluster import (
     wait_progress,
     wait_task_running,
 )
+from support.kafka import wait_for
 
 pytestmark = [pytest.mark.kubernetes, pytest.mark.timeout(900)]
 

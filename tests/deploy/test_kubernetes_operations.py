@@ -45,7 +45,6 @@ import httpx
 import pytest
 from confluent_kafka import IsolationLevel, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
-from kafka_helpers import wait_for
 from kube_cluster import (
     CHART,
     Kube,
@@ -58,6 +57,7 @@ from kube_cluster import (
     wait_progress,
     wait_task_running,
 )
+from support.kafka import wait_for
 
 from connect_runtime.tools.verify import Report
 

@@ -37,7 +37,6 @@ from typing import Any
 
 import httpx
 import pytest
-from kafka_helpers import wait_for
 from kube_cluster import (
     CHART,
     PLUGIN_CLASS,
@@ -49,7 +48,8 @@ from kube_cluster import (
     verify_exactly_once,
     wait_task_running,
 )
-from tls_helpers import make_pki, tools_missing
+from support.kafka import wait_for
+from support.tls import make_pki, tools_missing
 
 pytestmark = [pytest.mark.kubernetes, pytest.mark.timeout(1500)]
 

@@ -32,7 +32,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kafka_helpers import wait_for
 from kube_cluster import (
     CHART,
     PLUGIN_CLASS,
@@ -48,6 +47,7 @@ from kube_cluster import (
     wait_progress,
     wait_task_running,
 )
+from support.kafka import wait_for
 
 pytestmark = [pytest.mark.kubernetes, pytest.mark.timeout(900)]
 

@@ -18,8 +18,8 @@ from typing import Any
 import httpx
 import pytest
 from chart import PodWorker, find, pod_environment, pod_files, render, run_exec_probe
-from kafka_helpers import free_port, read_topic, sequences, wait_for
-from tls_helpers import make_pki, tools_missing
+from support.kafka import free_port, read_topic, sequences, wait_for
+from support.tls import make_pki, tools_missing
 
 POD = "r-connect-runtime-0"
 

@@ -2,7 +2,7 @@
 
 Tests create connectors with unique names and topics, so they do not see each
 other's data; a test that needs its own worker (for instance to kill it) starts
-one with :class:`harness.WorkerProcess`.
+one with :class:`support.workers.WorkerProcess`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from harness import WorkerProcess, free_port
+from support.kafka import free_port
+from support.workers import WorkerProcess
 
 
 @pytest.fixture(scope="session")

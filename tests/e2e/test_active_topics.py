@@ -14,8 +14,8 @@ from collections.abc import Callable
 from typing import Any
 
 import orjson
-from harness import WorkerProcess
-from kafka_helpers import create_topic, wait_for
+from support.kafka import create_topic, wait_for
+from support.workers import WorkerProcess
 
 from connect_runtime.kafka.clients import create_admin
 from connect_runtime.kafka.log import read_topic_to_end

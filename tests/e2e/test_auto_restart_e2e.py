@@ -11,9 +11,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import httpx
-from harness import WorkerProcess, free_port
-from kafka_helpers import wait_for
 from prometheus_client.parser import text_string_to_metric_families
+from support.kafka import free_port, wait_for
+from support.workers import WorkerProcess
 
 FAILURES = 3
 NOTE = re.compile(r"restarts this task automatically in ([0-9.]+)s \(attempt (\d+) of 10;")

@@ -16,8 +16,9 @@ from typing import Any
 import httpx
 import pytest
 from confluent_kafka import KafkaException, Producer
-from harness import Cluster, WorkerProcess, free_port
-from kafka_helpers import create_topic, read_topic, sequences, wait_for
+from support.cluster import Cluster
+from support.kafka import create_topic, free_port, read_topic, sequences, wait_for
+from support.workers import WorkerProcess
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 

@@ -13,8 +13,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from harness import WorkerProcess
-from kafka_helpers import create_topic, wait_for
+from support.kafka import create_topic, wait_for
+from support.workers import WorkerProcess
 
 import connect_runtime
 

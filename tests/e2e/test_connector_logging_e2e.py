@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from harness import WorkerProcess, free_port
-from kafka_helpers import wait_for
+from support.kafka import free_port, wait_for
+from support.workers import WorkerProcess
 
 TEXT_LINE = re.compile(
     r"^\[(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\] (?P<level>[A-Z]+) "

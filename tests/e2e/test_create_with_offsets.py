@@ -20,8 +20,8 @@ from collections.abc import Callable
 from typing import Any
 
 from confluent_kafka.admin import AdminClient
-from harness import WorkerProcess
-from kafka_helpers import create_topic, read_topic, sequences, wait_for
+from support.kafka import create_topic, read_topic, sequences, wait_for
+from support.workers import WorkerProcess
 
 from connect_runtime.storage.offsets.views import OffsetSource
 

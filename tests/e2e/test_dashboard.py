@@ -20,9 +20,9 @@ from typing import Any
 
 import httpx
 import pytest
-from harness import WorkerProcess, free_port
-from kafka_helpers import create_topic, wait_for
 from playwright.sync_api import ConsoleMessage, Dialog, Page, expect, sync_playwright
+from support.kafka import create_topic, free_port, wait_for
+from support.workers import WorkerProcess
 
 CHROMIUM = Path("/usr/bin/chromium")
 SCREENSHOT_ENV = "CONNECT_DASHBOARD_SCREENSHOT"

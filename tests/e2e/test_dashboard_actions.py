@@ -27,8 +27,6 @@ from typing import Any
 
 import httpx
 import pytest
-from harness import WorkerProcess, free_port
-from kafka_helpers import create_topic, wait_for
 from playwright.sync_api import (
     Browser,
     ConsoleMessage,
@@ -37,6 +35,8 @@ from playwright.sync_api import (
     expect,
     sync_playwright,
 )
+from support.kafka import create_topic, free_port, wait_for
+from support.workers import WorkerProcess
 
 from connect_runtime.security.rest_auth import BASIC_AUTH_EXTENSION, PROPERTY_FILE_LOGIN_MODULE
 

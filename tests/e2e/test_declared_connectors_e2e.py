@@ -21,8 +21,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness import Cluster, WorkerProcess, free_port
-from kafka_helpers import create_topic, wait_for
+from support.cluster import Cluster
+from support.kafka import create_topic, free_port, wait_for
+from support.workers import WorkerProcess
 
 SEQ = "SequenceSourceConnector"
 PARTITIONS = 2

@@ -56,9 +56,9 @@ import pytest
 import sqlalchemy as sa
 from confluent_kafka.admin import AdminClient
 from doc_examples import REPO, Block, Command, all_blocks, scenarios, shell_commands
-from harness import WorkerProcess, free_port
-from kafka_helpers import read_topic, wait_for
-from postgres_helpers import PostgresServer
+from support.kafka import free_port, read_topic, wait_for
+from support.postgres import PostgresServer
+from support.workers import WorkerProcess
 
 WORKER_PROPERTIES = "config/worker.properties"
 DOC_BROKER = "127.0.0.1:9092"  # deploy/kafka.sh's listener

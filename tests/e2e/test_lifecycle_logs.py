@@ -14,8 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from harness import WorkerProcess, free_port
-from kafka_helpers import create_topic, read_topic, wait_for
+from support.kafka import create_topic, free_port, read_topic, wait_for
+from support.workers import WorkerProcess
 
 SEQ = "SequenceSourceConnector"
 FAILING = "testconnectors.FailingSourceConnector"

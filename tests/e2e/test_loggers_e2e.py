@@ -8,8 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness import Cluster, WorkerProcess
-from kafka_helpers import read_topic, wait_for
+from support.cluster import Cluster
+from support.kafka import read_topic, wait_for
+from support.workers import WorkerProcess
 
 # Loggers every worker creates at import; their parent namespaces are only
 # PlaceHolders until the API sets them.

@@ -21,10 +21,10 @@ from pathlib import Path
 
 import httpx
 import pytest
-from harness import WorkerProcess, free_port
-from kafka_helpers import Broker, free_port_pair, wait_for
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
+from support.kafka import Broker, free_port, free_port_pair, wait_for
+from support.workers import WorkerProcess
 
 SEQ = "SequenceSourceConnector"
 GROUP = 50  # commit.every.records: every committed transaction holds this many records

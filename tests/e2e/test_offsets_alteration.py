@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 from confluent_kafka import KafkaException, Producer
-from harness import WorkerProcess
-from kafka_helpers import create_topic, read_topic, sequences, wait_for
+from support.kafka import create_topic, read_topic, sequences, wait_for
+from support.workers import WorkerProcess
 
 from connect_runtime.storage.offsets.views import OffsetSource
 

@@ -27,7 +27,8 @@ import uuid
 from pathlib import Path
 
 import pytest
-from harness import WorkerProcess, free_port
+from support.kafka import free_port
+from support.workers import WorkerProcess
 
 CONFIG = Path(__file__).resolve().parent / "schemathesis.toml"
 HOOKS = Path(__file__).resolve().parent / "schemathesis_hooks.py"

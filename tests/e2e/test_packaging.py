@@ -20,8 +20,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from harness import WorkerProcess, free_port
-from kafka_helpers import create_topic, read_topic, wait_for
+from support.kafka import create_topic, free_port, read_topic, wait_for
+from support.workers import WorkerProcess
 
 REPO = Path(__file__).resolve().parents[2]
 # package -> folder, as pyproject.toml's package-dir maps them.

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from harness import WorkerProcess
-from kafka_helpers import create_topic, read_topic, sequences, transaction_sizes, wait_for
+from support.kafka import create_topic, read_topic, sequences, transaction_sizes, wait_for
+from support.workers import WorkerProcess
 
 from connect_runtime.connectors.sequence import expected_aborted
 

@@ -16,8 +16,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from harness import WorkerProcess, free_port
-from kafka_helpers import create_topic, read_topic, wait_for
+from support.kafka import create_topic, free_port, read_topic, wait_for
+from support.workers import WorkerProcess
 from user_plugins import write_plugin
 
 TASKS, RECORDS_PER_TASK = 3, 250

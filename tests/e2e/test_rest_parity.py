@@ -1,7 +1,7 @@
 """REST parity with Apache Kafka Connect 4.1.1, measured side by side.
 
-Method: start a Java Kafka Connect 4.1.1 distributed worker (``java_connect``) and
-one of ours (``harness.WorkerProcess``), both with
+Method: start a Java Kafka Connect 4.1.1 distributed worker (``support.java_connect``) and
+one of ours (``support.workers.WorkerProcess``), both with
 ``exactly.once.source.support=enabled``, each its own Connect cluster on the
 session's broker. Send ONE request sequence (:func:`sequence`) to both, step by
 step, and compare every exchange:
@@ -70,9 +70,9 @@ from urllib.parse import urlsplit
 
 import httpx
 import pytest
-from harness import WorkerProcess, free_port, wait_for
-from java_connect import CONNECTOR_CLASS, JavaWorker
-from kafka_helpers import create_topic
+from support.java_connect import CONNECTOR_CLASS, JavaWorker
+from support.kafka import create_topic, free_port, wait_for
+from support.workers import WorkerProcess
 
 from connect_runtime.config.connector_config import RESTART_KEYS
 

@@ -23,11 +23,11 @@ from pathlib import Path
 
 import httpx
 import pytest
-from harness import WorkerProcess, free_port
 from kafka_connect import KafkaConnect
 from kafka_connect_api.kafka_connect_api import Api, Cluster
-from kafka_helpers import wait_for
-from tls_helpers import PASSWORD, https_settings, make_pki, tools_missing
+from support.kafka import free_port, wait_for
+from support.tls import PASSWORD, https_settings, make_pki, tools_missing
+from support.workers import WorkerProcess
 
 from connect_runtime.security.rest_auth import BASIC_AUTH_EXTENSION, PROPERTY_FILE_LOGIN_MODULE
 

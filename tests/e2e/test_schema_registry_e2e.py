@@ -30,10 +30,10 @@ from confluent_kafka.schema_registry.json_schema import JSONDeserializer
 from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 from google.protobuf import json_format
-from harness import WorkerProcess, free_port
-from kafka_helpers import create_topic, read_topic, wait_for
-from postgres_helpers import Database
-from registry_helpers import RegistryProxy, SchemaRegistry, compile_proto
+from support.kafka import create_topic, free_port, read_topic, wait_for
+from support.postgres import Database
+from support.registry import RegistryProxy, SchemaRegistry, compile_proto
+from support.workers import WorkerProcess
 
 from connect_runtime.security.providers import FILE_PROVIDER
 

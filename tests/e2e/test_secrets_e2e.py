@@ -27,8 +27,8 @@ from pathlib import Path
 import httpx
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
-from harness import WorkerProcess, free_port
-from kafka_helpers import wait_for
+from support.kafka import free_port, wait_for
+from support.workers import WorkerProcess
 
 from connect_runtime.security.providers import ENV_VAR_PROVIDER, FILE_PROVIDER
 

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from harness import WorkerProcess, free_port
-from kafka_helpers import Broker, free_port_pair, read_topic, wait_for
+from support.kafka import Broker, free_port, free_port_pair, read_topic, wait_for
+from support.workers import WorkerProcess
 
 from connect_runtime.tools.verify import format_table, verify_topics
 

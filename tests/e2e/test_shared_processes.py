@@ -17,8 +17,8 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from harness import WorkerProcess, wait_for
-from kafka_helpers import create_topic, read_topic, sequences
+from support.kafka import create_topic, read_topic, sequences, wait_for
+from support.workers import WorkerProcess
 
 TASKS = 4
 BLOCKED, FAILING = 1, 2

@@ -1,5 +1,5 @@
 """Tasks on a real Spark standalone cluster: a master and two workers started from
-PySpark's own jars on loopback (tests/spark_standalone.py), executors in JVMs of
+PySpark's own jars on loopback (tests/support/spark_standalone.py), executors in JVMs of
 their own, a connector that only ``plugin.path`` holds (tests/e2e/user_plugins.py),
 and the faults a cluster brings: an executor JVM killed, a task's Python worker
 killed mid-transaction, the leader (the Spark driver) killed. After each, the
@@ -19,12 +19,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness import Cluster, WorkerProcess, free_port
-from kafka_helpers import create_topic, read_topic, wait_for
-from spark_standalone import (  # noqa: F401 (fixture)
+from support.cluster import Cluster
+from support.kafka import create_topic, free_port, read_topic, wait_for
+from support.spark_standalone import (  # noqa: F401 (fixture)
     SparkStandaloneCluster,
     spark_cluster_module_fixture,
 )
+from support.workers import WorkerProcess
 from user_plugins import write_plugin
 
 from connect_runtime.protocol.slot_channel import LIVENESS_TIMEOUT_S

@@ -35,9 +35,9 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
-from harness import WorkerProcess, free_port
-from kafka_helpers import create_topic, read_topic, wait_for
-from postgres_helpers import Database, PostgresServer
+from support.kafka import create_topic, free_port, read_topic, wait_for
+from support.postgres import Database, PostgresServer
+from support.workers import WorkerProcess
 
 MODES = ("incrementing", "timestamp+incrementing", "timestamp")
 WORKER_SETTINGS = {"session.timeout.ms": "6000", "heartbeat.interval.ms": "1500"}

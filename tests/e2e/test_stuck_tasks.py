@@ -19,8 +19,9 @@ from typing import Any
 
 import httpx
 import pytest
-from harness import TEST_CONNECTORS, WorkerProcess, wait_for
 from prometheus_client.parser import text_string_to_metric_families
+from support.kafka import wait_for
+from support.workers import TEST_CONNECTORS, WorkerProcess
 
 STALLED = "kafka_connect_worker_task_stalled_seconds"
 

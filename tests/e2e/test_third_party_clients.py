@@ -13,10 +13,10 @@ import logging
 from collections.abc import Callable
 from pathlib import Path
 
-from harness import WorkerProcess
 from kafka_connect import KafkaConnect
 from kafka_connect_api.kafka_connect_api import Api, Cluster, Connector
-from kafka_helpers import create_topic, wait_for
+from support.kafka import create_topic, wait_for
+from support.workers import WorkerProcess
 
 FILE_SOURCE = "org.apache.kafka.connect.file.FileStreamSourceConnector"
 

@@ -12,8 +12,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from harness import WorkerProcess
-from kafka_helpers import create_topic, read_topic, sequences, transaction_sizes, wait_for
+from support.kafka import create_topic, read_topic, sequences, transaction_sizes, wait_for
+from support.workers import WorkerProcess
 
 
 def run_grouped(worker: WorkerProcess, name: str, topic: str, total: int,

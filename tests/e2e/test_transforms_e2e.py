@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness import WorkerProcess, free_port, wait_for
-from kafka_helpers import create_topic, read_topic
+from support.kafka import create_topic, free_port, read_topic, wait_for
+from support.workers import WorkerProcess
 
 SEQ = "SequenceSourceConnector"
 PKG = "org.apache.kafka.connect.transforms"
@@ -210,7 +210,7 @@ def with_errors(infos: dict[str, Any]) -> list[str]:
 @pytest.mark.timeout(600)
 def test_listing_keys_and_validation_match_kafka_connect(
         kafka_bootstrap: str, worker: WorkerProcess, tmp_path: Path) -> None:
-    from java_connect import JavaWorker
+    from support.java_connect import JavaWorker
 
     java = JavaWorker(kafka_bootstrap, tmp_path)
     java.start()

@@ -12,8 +12,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from harness import WorkerProcess, free_port, process_tree
-from kafka_helpers import create_topic, wait_for
+from support.kafka import create_topic, free_port, wait_for
+from support.processes import process_tree
+from support.workers import WorkerProcess
 
 from connect_runtime import __version__
 

@@ -2,7 +2,7 @@
 than exit: what Kubernetes probes and an operator see (issue 27).
 
 Real processes and real brokers: a port where nothing listens, a broker started
-after the worker (``kafka_helpers.Broker``), and the session's broker.
+after the worker (``support.kafka.Broker``), and the session's broker.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from pathlib import Path
 
 import httpx
 import pytest
-from harness import WorkerProcess, free_port
-from kafka_helpers import Broker, create_topic, free_port_pair, read_topic, wait_for
+from support.kafka import Broker, create_topic, free_port, free_port_pair, read_topic, wait_for
+from support.workers import WorkerProcess
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 

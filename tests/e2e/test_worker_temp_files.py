@@ -17,7 +17,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import httpx
-from harness import WorkerProcess, free_port
+from support.kafka import free_port
+from support.workers import WorkerProcess
 from user_plugins import write_plugin
 
 SPARK_DIRS = ("spark-", "blockmgr-")

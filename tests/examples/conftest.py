@@ -3,7 +3,7 @@
 The example's folder goes on ``sys.path`` here, as ``pip install -e
 examples/http_source`` would put it, so unit tests import ``http_source``
 directly; the end-to-end test ships it to a worker as a wheel in
-``plugin.path`` instead. ``tests/e2e`` is added for the worker harness.
+``plugin.path`` instead. ``tests/e2e`` is added for the test connectors.
 """
 
 from __future__ import annotations

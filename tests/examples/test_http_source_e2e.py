@@ -34,9 +34,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness import WorkerProcess, free_port
 from http_source.server import event
-from kafka_helpers import read_topic, transaction_sizes, wait_for
+from support.kafka import free_port, read_topic, transaction_sizes, wait_for
+from support.workers import WorkerProcess
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "http_source"
 EVENTS, RATE = 1200, 100  # per stream: 12 s of events, so the kill lands mid-run

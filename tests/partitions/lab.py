@@ -8,7 +8,7 @@ A :class:`Lab` runs, on one private :class:`~network.Network`:
   each with its Spark ``local[N]`` inside its namespace, so its tasks share
   its fate on the network, as a pod's would;
 * with ``executor_hosts=N``: a Spark standalone cluster
-  (``tests/spark_standalone.py``) instead of ``local[N]``: its master in a
+  (``tests/support/spark_standalone.py``) instead of ``local[N]``: its master in a
   namespace ``master``, and a Spark Worker daemon in each of ``x0``, ``x1``, ...,
   whose executors (and the task slots in them) share its namespace; the leader
   worker is the Spark driver, reached by the executors on its own address;
@@ -35,10 +35,11 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from e2e.harness import WorkerProcess
-from kafka_helpers import Broker, wait_for
 from network import Host, Network
-from spark_standalone import Place, SparkStandaloneCluster
+from support.cluster import running, wait_agreed_leader
+from support.kafka import Broker, wait_for
+from support.spark_standalone import Place, SparkStandaloneCluster
+from support.workers import WorkerProcess
 
 REPO = Path(__file__).resolve().parents[2]
 TOOLS_SH = REPO / "deploy" / "kubernetes" / "tools.sh"
@@ -273,7 +274,7 @@ class Lab:
         return self.proxies[self.workers.index(worker)]
 
     def alive(self) -> list[WorkerProcess]:
-        return [w for w in self.workers if w.proc is not None and w.proc.poll() is None]
+        return running(self.workers)
 
     def leader_views(self) -> dict[str, Any]:
         """What each live worker says of the leader (or the error it gave)."""
@@ -288,27 +289,6 @@ class Lab:
     def leader(self, among: Sequence[WorkerProcess] | None = None,
                timeout: float = 120) -> WorkerProcess:
         """The worker every one of ``among`` (default: all live ones) names as
-        leader, once they agree and it says it leads."""
-        def agreed() -> WorkerProcess | None:
-            group = list(among) if among is not None else self.alive()
-            urls = set()
-            for w in group:
-                try:
-                    urls.add(httpx.get(f"{w.url}/internal/leader", timeout=3)
-                             .json()["leader_url"])
-                except httpx.HTTPError:
-                    return None
-            if len(urls) != 1:
-                return None
-            (url,) = urls
-            leader = next((w for w in self.workers if w.url == url), None)
-            if leader is None:
-                return None
-            try:
-                leads = httpx.get(f"{leader.url}/internal/leader", timeout=3).json()
-            except httpx.HTTPError:
-                return None
-            return leader if leads["is_leader"] else None
-        found: WorkerProcess = wait_for(agreed, timeout, "the workers to agree on a leader",
-                                        interval=0.5)
-        return found
+        leader, once they agree and it, one of them, says it leads."""
+        return wait_agreed_leader(lambda: list(among) if among is not None else self.alive(),
+                                  timeout)

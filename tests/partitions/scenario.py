@@ -23,12 +23,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
-from chaos.faults import CommittedTail, FaultTable, Group, wait_recovered
-from e2e.harness import WorkerProcess
-from kafka_helpers import create_topic, wait_for
 from lab import Lab, Proxy
 from network import Host
-from spark_standalone import proc_alive
+from support import processes
+from support.faults import CommittedTail, FaultTable, Group, wait_recovered
+from support.kafka import create_topic, wait_for
+from support.workers import WorkerProcess
 from txn_log import TransactionLog, decisions
 
 from connect_runtime.connectors.sequence import expected_aborted
@@ -463,7 +463,7 @@ class Scenario:
                 lambda: self._moved(tasks, host), RECOVERY_TIMEOUT,
                 f"the tasks of {host.name} to run on another executor host", interval=0.5)
             moved_at = time.time()
-            alive = [pid for pid in tasks.values() if proc_alive(pid)]
+            alive = [pid for pid in tasks.values() if processes.alive(pid)]
             # The new instances committed: every partition has records produced after.
             self.recovered(fault, since, produced_after=moved_at)
             fenced = wait_for(lambda: self._fenced(host, tasks), 60,
@@ -486,7 +486,7 @@ class Scenario:
         for (connector, task), pid in tasks.items():
             if f"Task {connector}-{task} was fenced" in log:
                 fenced += 1
-            elif proc_alive(pid):
+            elif processes.alive(pid):
                 return None
         return fenced
 

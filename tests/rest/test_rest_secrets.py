@@ -16,8 +16,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from memory_herder import leading_herder
 from rest_checks import AppClient, assert_connect_error
+from support.memory_herder import leading_herder
 
 from connect_runtime.api.config_def import ConfigDef, Importance, Type
 from connect_runtime.api.connector import SourceConnector

@@ -22,8 +22,8 @@ import orjson
 import pytest
 import uvicorn
 from fake_herder import FakeHerder
-from kafka_helpers import free_port, wait_for
-from tls_helpers import https_settings, make_pki, tools_missing
+from support.kafka import free_port, wait_for
+from support.tls import https_settings, make_pki, tools_missing
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 

@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
-from memory_herder import leading_herder
 from rest_checks import AppClient, assert_connect_error
+from support.memory_herder import leading_herder
 
 from connect_runtime.cluster.herder import DistributedHerder
 from connect_runtime.rest import create_app

@@ -7,7 +7,7 @@ import pickle
 from pathlib import Path
 
 import pytest
-from tls_helpers import PASSWORD, https_settings, make_pki, tools_missing
+from support.tls import PASSWORD, https_settings, make_pki, tools_missing
 
 from connect_runtime.config.worker_config import WorkerConfig
 from connect_runtime.errors import ConfigException

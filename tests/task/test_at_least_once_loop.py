@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 import pytest
 from confluent_kafka import Producer
-from kafka_helpers import create_topic, read_topic, wait_for
+from support.kafka import create_topic, read_topic, wait_for
 
 from connect_runtime.api.record import RecordMetadata, SourceRecord
 from connect_runtime.api.task import SourceTask

@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
-from kafka_helpers import read_topic, transaction_sizes
+from support.kafka import read_topic, transaction_sizes
 
 from connect_runtime.api.record import SourceRecord
 from connect_runtime.api.task import SourceTask

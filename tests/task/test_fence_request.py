@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from kafka_helpers import free_port
+from support.kafka import free_port
 
 from connect_runtime.errors import StartupFailed
 from connect_runtime.protocol.task_spec import TaskSpec

@@ -22,7 +22,7 @@ from typing import Any
 import orjson
 import pytest
 from confluent_kafka import KafkaError, Producer
-from kafka_helpers import create_topic, read_topic, transaction_sizes
+from support.kafka import create_topic, read_topic, transaction_sizes
 from test_exactly_once_loop import read_committed, read_raw, run_until
 
 from connect_runtime.api.record import RecordBatch, RecordMetadata, SourceRecord

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 import orjson
 import pytest
 from confluent_kafka import Producer
-from kafka_helpers import create_topic, read_topic, wait_for
+from support.kafka import create_topic, read_topic, wait_for
 from test_at_least_once_loop import Running, latest_offsets
 from test_exactly_once_loop import ScriptedTask, read_committed, run_until
 

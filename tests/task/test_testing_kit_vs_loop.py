@@ -21,7 +21,7 @@ from typing import Any
 
 import orjson
 import pytest
-from kafka_helpers import create_topic, transaction_sizes
+from support.kafka import create_topic, transaction_sizes
 from test_exactly_once_loop import make_loop, read_committed, run_until
 
 from connect_runtime.api.record import RecordBatch, RecordMetadata, SourceRecord

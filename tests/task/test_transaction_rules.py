@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
-from kafka_helpers import read_topic, transaction_sizes
+from support.kafka import read_topic, transaction_sizes
 
 from connect_runtime.api.record import RecordMetadata, SourceRecord
 from connect_runtime.api.task import SourceTask, TransactionContext

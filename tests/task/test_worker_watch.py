@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from kafka_helpers import wait_for
+from support.kafka import wait_for
 
 from connect_runtime.protocol.task_spec import WorkerProcess
 from connect_runtime.task.worker_watch import descends_from

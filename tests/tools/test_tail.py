@@ -9,7 +9,7 @@ import uuid
 
 import orjson
 from confluent_kafka import Producer
-from kafka_helpers import create_topic
+from support.kafka import create_topic
 
 
 def _tail(bootstrap: str, topic: str, *args: str) -> subprocess.Popen[str]:

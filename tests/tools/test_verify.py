@@ -9,7 +9,7 @@ from typing import Any
 import orjson
 import pytest
 from confluent_kafka import Producer
-from kafka_helpers import create_topic
+from support.kafka import create_topic
 
 from connect_runtime.cli import main
 from connect_runtime.connectors.sequence import expected_aborted

@@ -55,7 +55,9 @@ from typing import Any
 import orjson
 import pyspark
 import pytest
-from kafka_helpers import free_port, wait_for
+
+from support import processes
+from support.kafka import free_port, wait_for
 
 SPARK_HOME = Path(pyspark.__file__).resolve().parent
 MARKER_ENV = "SPARK_STANDALONE_FIXTURE"
@@ -145,37 +147,8 @@ def _proc_stat(pid: int) -> tuple[str, int, int] | None:
     return fields[0].decode(), int(fields[1]), int(fields[2])
 
 
-def proc_alive(pid: int) -> bool:
-    """True if ``pid`` exists and is not a zombie."""
-    stat = _proc_stat(pid)
-    return stat is not None and stat[0] not in ("Z", "X")
-
-
 def _pids() -> list[int]:
     return [int(d) for d in os.listdir("/proc") if d.isdigit()]
-
-
-def _parents() -> dict[int, int]:
-    out = {}
-    for pid in _pids():
-        stat = _proc_stat(pid)
-        if stat is not None and stat[0] not in ("Z", "X"):
-            out[pid] = stat[1]
-    return out
-
-
-def descendants(pid: int) -> list[int]:
-    """Live processes descended from ``pid`` (not ``pid`` itself), parents first."""
-    children: dict[int, list[int]] = {}
-    for child, parent in _parents().items():
-        children.setdefault(parent, []).append(child)
-    out: list[int] = []
-    todo = [pid]
-    while todo:
-        for child in sorted(children.get(todo.pop(0), [])):
-            out.append(child)
-            todo.append(child)
-    return out
 
 
 def _environ_has(pid: int, entry: bytes) -> bool:
@@ -344,12 +317,12 @@ class SparkStandaloneCluster:
 
     def processes(self) -> list[int]:
         """Every live process this cluster started, directly or not."""
-        own = {p.pid for p in self._procs if proc_alive(p.pid)}
+        own = {p.pid for p in self._procs if processes.alive(p.pid)}
         for pid in list(own):
-            own.update(descendants(pid))
+            own.update(processes.descendants(pid))
         for pid in _pids():
             if pid not in own and pid != os.getpid() and _environ_has(pid, self._marker) \
-                    and proc_alive(pid):
+                    and processes.alive(pid):
                 own.add(pid)
         return sorted(own)
 
@@ -368,10 +341,10 @@ class SparkStandaloneCluster:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(pgid, signal.SIGTERM)
         deadline = time.monotonic() + grace
-        while time.monotonic() < deadline and any(proc_alive(p) for p in pids):
+        while time.monotonic() < deadline and any(processes.alive(p) for p in pids):
             time.sleep(0.1)
         for _ in range(20):
-            left = set(self.processes()) | {p for p in pids if proc_alive(p)}
+            left = set(self.processes()) | {p for p in pids if processes.alive(p)}
             if not left:
                 break
             for pid in left:
@@ -430,7 +403,7 @@ class SparkStandaloneCluster:
         out = []
         for pid in _pids():
             cmd = proc_cmdline(pid)
-            if EXECUTOR_CLASS not in cmd or not proc_alive(pid):
+            if EXECUTOR_CLASS not in cmd or not processes.alive(pid):
                 continue
             worker = self._worker_of(pid)
             if worker is None:
@@ -455,7 +428,7 @@ class SparkStandaloneCluster:
 
     def python_workers(self, executor_pid: int) -> list[int]:
         """The PySpark daemon and worker processes descended from an executor JVM."""
-        return [pid for pid in descendants(executor_pid)
+        return [pid for pid in processes.descendants(executor_pid)
                 if any("pyspark" in a or "python" in os.path.basename(a)
                        for a in proc_cmdline(pid)[:3])]
 

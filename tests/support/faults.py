@@ -1,4 +1,4 @@
-"""Building blocks of the chaos suite: a broker it may kill, a committed-record
+"""Building blocks of the fault suites (chaos and partitions): a committed-record
 tail that times recoveries, and the per-fault table.
 
 Faults come from outside the processes under test (signals, process restarts);

@@ -25,11 +25,12 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from kafka_helpers import free_port
 
 from connect_runtime.api.schema import Schema, Struct
+from support import REPO
+from support.kafka import free_port
 
-REGISTRY_SH = str(Path(__file__).resolve().parents[1] / "deploy" / "registry.sh")
+REGISTRY_SH = str(REPO / "deploy" / "registry.sh")
 
 # The record the registry converters' tests write: most of Connect's types and
 # logical types, an optional field, a nested struct and a field with a default.

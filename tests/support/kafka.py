@@ -23,7 +23,9 @@ import orjson
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-KAFKA_SH = str(Path(__file__).resolve().parents[1] / "deploy" / "kafka.sh")
+from support import REPO
+
+KAFKA_SH = str(REPO / "deploy" / "kafka.sh")
 
 
 def wait_for(condition: Callable[[], Any], timeout: float, what: str, interval: float = 0.2) -> Any:

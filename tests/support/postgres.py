@@ -28,7 +28,8 @@ from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
-from kafka_helpers import free_port
+
+from support.kafka import free_port
 
 POSTGRES_ROOT = Path("/usr/lib/postgresql")
 SUPERUSER = "postgres"

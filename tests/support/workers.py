@@ -1,4 +1,4 @@
-"""Real worker processes for end-to-end tests (and the chaos suite).
+"""Real worker processes for end-to-end tests, the fault suites and the benchmarks.
 
 A :class:`WorkerProcess` is ``python -m connect_runtime.cli worker.properties``
 in its own process group (so the Spark JVM and its Python workers die with it),
@@ -19,10 +19,13 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from kafka_helpers import free_port, wait_for
 
-__all__ = ["WorkerProcess", "free_port", "wait_for"]
-TEST_CONNECTORS = Path(__file__).resolve().parent  # testconnectors.py lives here
+from support import TESTS
+from support.kafka import wait_for
+from support.processes import process_tree
+
+__all__ = ["TEST_CONNECTORS", "WorkerProcess"]
+TEST_CONNECTORS = TESTS / "e2e"  # testconnectors.py lives here
 
 
 class WorkerProcess:
@@ -175,90 +178,3 @@ class WorkerProcess:
 
     def slots(self) -> list[dict[str, Any]]:
         return list(self.rest("GET", "/internal/tasks").json())
-
-
-def process_tree(root: int) -> list[int]:
-    """``root`` and its descendants, parents first (read from /proc)."""
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        children.setdefault(ppid, []).append(int(entry))
-    out, todo = [], [root]
-    while todo:
-        pid = todo.pop(0)
-        out.append(pid)
-        todo.extend(children.get(pid, []))
-    return out
-
-
-class Cluster:
-    """Several workers sharing group.id and internal topics (one leader)."""
-
-    def __init__(self, bootstrap: str, workdir: Path, size: int,
-                 overrides: dict[str, str] | None = None,
-                 env: dict[str, str] | None = None) -> None:
-        group = f"cluster-{os.urandom(4).hex()}"
-        settings = {"session.timeout.ms": "6000", "heartbeat.interval.ms": "1500",
-                    "spark.master": "local[6]", **(overrides or {})}
-        self.workers = [WorkerProcess(bootstrap, group, free_port(), workdir, settings, env=env)
-                        for _ in range(size)]
-
-    def start(self) -> Cluster:
-        try:
-            for w in self.workers:
-                w.start(wait=False)
-            for w in self.workers:
-                w.wait_healthy()
-            self.wait_agreed_leader()
-        except BaseException:
-            self.stop()  # leave no worker behind when startup fails
-            raise
-        return self
-
-    def stop(self) -> None:
-        for w in self.workers:
-            w.stop(timeout=60)
-
-    def alive(self) -> list[WorkerProcess]:
-        return [w for w in self.workers if w.proc is not None and w.proc.poll() is None]
-
-    def leader(self, other_than: WorkerProcess | None = None) -> WorkerProcess | None:
-        for w in self.alive():
-            if w is other_than:
-                continue  # possibly SIGSTOPped: it would not answer
-            try:
-                if httpx.get(f"{w.url}/internal/leader", timeout=3).json()["is_leader"]:
-                    return w
-            except httpx.HTTPError:
-                continue
-        return None
-
-    def wait_leader(self, timeout: float = 60,
-                    other_than: WorkerProcess | None = None) -> WorkerProcess:
-        def found() -> WorkerProcess | None:
-            return self.leader(other_than)
-        result: WorkerProcess = wait_for(found, timeout, "a leader to be elected", interval=0.5)
-        return result
-
-    def wait_agreed_leader(self, timeout: float = 60) -> WorkerProcess:
-        """Wait until every live worker names the same leader, and it says it leads."""
-        def agreed() -> WorkerProcess | None:
-            views = set()
-            for w in self.alive():
-                try:
-                    views.add(httpx.get(f"{w.url}/internal/leader", timeout=3).json()["leader_url"])
-                except httpx.HTTPError:
-                    return None
-            if len(views) != 1:
-                return None
-            leader = self.leader()
-            return leader if leader is not None and leader.url in views else None
-        result: WorkerProcess = wait_for(agreed, timeout, "all workers to agree on a leader",
-                                         interval=0.5)
-        return result

@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from kafka_helpers import free_port
+
+from support.kafka import free_port
 
 __all__ = ["CONNECTOR_CLASS", "VERSION", "JavaWorker", "fetch"]
 

@@ -8,6 +8,9 @@
 #   tools.sh dockerd         dockerd from Debian's docker.io package
 #   tools.sh toxiproxy       Toxiproxy's server, built from the Go module proxy
 #                            (the partition suite's latency: tests/partitions/)
+#   tools.sh debian-packages [PACKAGE...]
+#                            every missing Debian tool, and the packages named,
+#                            in one apt-get call
 #
 # Built tools are cached outside the clone, keyed by version, under
 # ${CONNECT_RUNTIME_CACHE:-~/.cache/connect-runtime}: the first run on a machine
@@ -177,13 +180,31 @@ build_pause() {
 }
 
 # Debian packages: installed when missing, which needs root (as in CI).
+# binary (a name on PATH, or a path) -> the package that brings it.
+DEBIAN_TOOLS="containerd:containerd runc:runc iptables:iptables conntrack:conntrack
+  busybox:busybox-static /usr/lib/cni/bridge:containernetworking-plugins dockerd:docker.io
+  debootstrap:debootstrap"
+
+has_binary() { command -v "$1" >/dev/null 2>&1 || [ -x "$1" ] || [ -x "/usr/bin/$1" ]; }
+
+# The packages of DEBIAN_TOOLS whose binary is missing, one a line.
+missing_debian() {
+  local pair
+  for pair in $DEBIAN_TOOLS; do has_binary "${pair%%:*}" || echo "${pair#*:}"; done
+}
+
+# Installs Debian packages in one apt-get call (one dpkg run is much faster
+# than one per package); refreshes the package lists only if the first try fails.
+apt_install() {
+  [ "$#" -gt 0 ] || return 0
+  log "installing Debian's $*"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >&2 \
+    || { apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >&2; }
+}
+
 debian_tool() {
   local binary="$1" package="$2"
-  if ! command -v "$binary" >/dev/null && [ ! -x "/usr/bin/$binary" ]; then
-    log "installing Debian's $package"
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$package" >&2 \
-      || { apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$package" >&2; }
-  fi
+  has_binary "$binary" || apt_install "$package"
   command -v "$binary" 2>/dev/null || echo "/usr/bin/$binary"
 }
 
@@ -204,5 +225,7 @@ case "${1:-}" in
   dockerd) debian_tool dockerd docker.io ;;
   debootstrap) debian_tool debootstrap debootstrap ;;
   toxiproxy) locked "$cache/toxiproxy-$TOXIPROXY_VERSION" build_toxiproxy ;;
-  *) echo "usage: tools.sh helm|kube-apiserver|kube-controller-manager|kube-scheduler|kubelet|kube-proxy|kubectl|coredns|crictl|pause|containerd|runc|iptables|conntrack|busybox|cni-plugins|etcd|dockerd|debootstrap|toxiproxy" >&2; exit 2 ;;
+  # Every Debian tool above, and the extra packages named, in one apt-get call.
+  debian-packages) shift; mapfile -t missing < <(missing_debian); apt_install "${missing[@]}" "$@" ;;
+  *) echo "usage: tools.sh debian-packages [PACKAGE...]|helm|kube-apiserver|kube-controller-manager|kube-scheduler|kubelet|kube-proxy|kubectl|coredns|crictl|pause|containerd|runc|iptables|conntrack|busybox|cni-plugins|etcd|dockerd|debootstrap|toxiproxy" >&2; exit 2 ;;
 esac

@@ -97,7 +97,7 @@ class TopicSweeper:
     """Deletes the topics a benchmark run created once the run is over.
 
     A full ``bench/run.sh --method both`` writes some 64 GB, and nothing reads a
-    scenario's topics after it: kept, they filled this machine's disk and the
+    scenario's topics after it: kept, they filled the benchmark machine's disk and the
     broker shut down ("No space left on device"). Topics that existed before
     the run are left, and so are the internal topics of a worker
     (``-configs``, ``-offsets``, ``-status``), which outlive one run."""

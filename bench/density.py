@@ -1,4 +1,5 @@
-"""Density (issue 33): the memory, CPU, REST latency and start time of N tasks.
+"""Density (docs/benchmarks.md#density): the memory, CPU, REST latency and start
+time of N tasks.
 
 N nearly idle (or busy) exactly-once source tasks, on this project's worker and on
 Apache Kafka Connect 4.1.1, on the same broker, in one run.

@@ -21,9 +21,10 @@ and prints the tables. Figures are medians of ``--runs`` runs; "spread" is
   last stable offsets (ListOffsets, READ_COMMITTED), with no consumer reading
   the topic; CPU is over the same window. The limit and the product are
   measured the same way, on the same number of partitions.
-* ``count`` (the method before issue 33): a fixed number of records; the limit
-  timed from its first ``produce`` to its last commit with no consumer, the
-  product by a ``read_committed`` consumer reading the topic meanwhile.
+* ``count`` (the old method, docs/benchmarks.md#method): a fixed number of
+  records; the limit timed from its first ``produce`` to its last commit with no
+  consumer, the product by a ``read_committed`` consumer reading the topic
+  meanwhile.
 * ``both``: every throughput scenario both ways, in the same run.
 
 The tables show the window figures, with the count ("old method") figures
@@ -230,7 +231,7 @@ def loop_scenarios(bootstrap: str, runs: int, n100: int) -> list[Scenario]:
 
 def profiles(bootstrap: str) -> str:
     """py-spy profiles of the loop alone (bench.profile): one per connector, and
-    those of the scenarios issue 33 sets targets for (``SourceRecord``s at
+    those of the scenarios the density targets cover (``SourceRecord``s at
     ``interval`` 100 ms, small transactions at ``poll`` 1,000)."""
     from bench.profile import profile
 
@@ -566,7 +567,7 @@ def main(argv: list[str] | None = None) -> int:
                                            "scaling"], default=None)
     parser.add_argument("--method", choices=list(METHODS), default="window",
                         help="how throughput is measured: steady-state windows by end offsets "
-                             "(default), fixed counts (the method before issue 33), or both")
+                             "(default), fixed counts (the old method), or both")
     args = parser.parse_args(argv)
     if args.runs < 1 or args.scale <= 0:
         parser.error("--runs must be >= 1 and --scale > 0")

@@ -1,4 +1,4 @@
-"""Scaling across tasks and executors (issue 16): aggregate and per-core
+"""Scaling across tasks and executors (docs/benchmarks.md#scaling): aggregate and per-core
 throughput with 1, 2, 4 and 8 tasks, per setup.
 
     .venv/bin/python -m bench.run --bootstrap-server HOST:PORT --only scaling

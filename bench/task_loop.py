@@ -37,9 +37,11 @@ from connect_runtime.api.task import SourceTask
 from connect_runtime.connectors.file import TASK_FILES, FileStreamSourceTask
 from connect_runtime.connectors.sequence import TASK_ID, TASK_PARTITIONS, SequenceSourceTask
 from connect_runtime.converters import Converter, load_converter
+from connect_runtime.protocol.task_spec import TaskMode
 from connect_runtime.task.boundaries import BoundaryPolicy
 from connect_runtime.task.exactly_once_loop import ExactlyOnceTaskLoop
 from connect_runtime.task.loop import LoopDeps, LoopSignals, Outcome
+from connect_runtime.task.metrics import TaskMetrics
 from connect_runtime.task.startup import TaskContext
 
 
@@ -54,14 +56,14 @@ class _NoOffsets:
         return [(p, None) for p in partitions]
 
 
-def _stop_after(loop: ExactlyOnceTaskLoop, records: int) -> None:
+def _stop_after(loop: ExactlyOnceTaskLoop, metrics: TaskMetrics, records: int) -> None:
     """Stop ``loop`` once ``records`` records are committed (checked in task.commit)."""
     task = loop.task
     original = task.commit
 
     def commit() -> None:
         original()
-        if loop.stats.records >= records:
+        if metrics.records_committed >= records:
             loop.signals.request_stop()
     task.commit = commit  # type: ignore[method-assign]
 
@@ -115,24 +117,26 @@ def drive(bootstrap: str, make: Callable[[str], SourceTask], records: int,
                          "transactional.id": f"bench-loop-{suffix}"})
     producer.init_transactions(30)
     producer.list_topics(topic, timeout=30)
+    # The slot's metrics, as the worker's slots have them: they count what is committed.
+    metrics = TaskMetrics(TaskMode.EXACTLY_ONCE.value)
     loop = ExactlyOnceTaskLoop(
         LoopDeps(label="bench-0", connector="bench", task=task, producer=producer,
                  offsets_topic=offsets, forbidden_topics=frozenset({offsets}),
                  key_converter=load_converter("StringConverter", {}, True),
-                 value_converter=value_converter, signals=LoopSignals()),
+                 value_converter=value_converter, signals=LoopSignals(), metrics=metrics),
         boundary=boundary, transaction_timeout_s=60)
-    _stop_after(loop, records)
+    _stop_after(loop, metrics, records)
     cpu0, t0 = os.times(), time.perf_counter()
     outcome = loop.run()
     elapsed = time.perf_counter() - t0
     cpu1 = os.times()
     task.stop()
     producer.flush(30)
-    if outcome is not Outcome.STOPPED or loop.stats.records < records:
-        raise SystemExit(f"loop ended {outcome.value} after {loop.stats.records} records")
+    if outcome is not Outcome.STOPPED or metrics.records_committed < records:
+        raise SystemExit(f"loop ended {outcome.value} after {metrics.records_committed} records")
     cpu = (cpu1.user - cpu0.user) + (cpu1.system - cpu0.system)
-    return Measurement(records=loop.stats.records, value_size=value_size, seconds=elapsed,
-                       cpu_seconds=cpu, transactions=loop.stats.committed)
+    return Measurement(records=metrics.records_committed, value_size=value_size,
+                       seconds=elapsed, cpu_seconds=cpu, transactions=metrics.commits)
 
 
 def main() -> None:

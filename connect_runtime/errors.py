@@ -5,7 +5,9 @@
     ConnectError
     ├── ConfigException              a configuration value is missing or invalid
     ├── DataException                a record or offset cannot be converted/serialized
-    │   └── InvalidOffsetException   a source partition/offset is not a dict of primitives
+    │   ├── InvalidOffsetException   a source partition/offset is not a dict of primitives
+    │   └── ParseError               (transforms.simple_date_format) a text does not match
+    │                                its date pattern
     ├── RetriableException           the operation may succeed if tried again
     ├── ServiceException             a service a record stage needs (a schema registry)
     │   │                            failed, not the record: errors.tolerance never drops
@@ -13,12 +15,14 @@
     │   └── ServiceUnavailableException  the service cannot be reached (also Retriable)
     ├── ConnectorContractException   a connector broke the API contract (e.g. task_configs
     │                                returned more than tasks.max configs, or not dict[str, str])
+    ├── TopicNotFound                a topic read from the beginning does not exist
     ├── NotFoundException            no such connector, task or plugin   (REST 404)
     ├── AlreadyExistsException       the connector already exists        (REST 409)
     ├── ConflictException            state changed under the request     (REST 409)
     ├── BadRequestException          the request itself is malformed     (REST 400)
     │   └── InvalidSlotMessage       (protocol.slot_channel) a slot's hello, report or
-    │                                answer is malformed
+    │       │                        answer is malformed
+    │       └── InvalidSlotMetrics   its metrics do not parse: ignored, as a keepalive
     ├── RequestSignatureException    an internal request's KIP-507 signature is missing,
     │                                forged or cannot be checked yet     (REST 400/403/503)
     ├── NotLeaderException           only the leader may do this; carries the leader URL
@@ -28,6 +32,10 @@
     │                                thread touched the reconcile state: a runtime bug
     ├── StartupFailed                a task cannot start; the message is its FAILED trace
     ├── StartupAbandoned             a newer task generation exists: this one ends quietly
+    ├── RecordSkipped                (task.error_handler) a record failed a stage and
+    │                                errors.tolerance=all drops it
+    ├── ColumnProblem                (connectors.sql.reflect) a configured column is missing
+    │                                or of the wrong type
     └── KafkaClientError             a confluent-kafka error, translated once at the boundary
         ├── ProducerFencedError      a newer producer owns this transactional.id: stop quietly
         ├── TransactionAbortableError  the current transaction must be aborted, then may retry

@@ -31,6 +31,9 @@ from support.registry import SchemaRegistry
 
 from connect_runtime.tempdirs import sweep_stale_roots
 
+# The time table printed at the end of every run (support/timetable.py).
+pytest_plugins = ["support.timetable", "support.topics"]
+
 
 @pytest.fixture(scope="session", autouse=True)
 def _sweep_killed_workers_temp_roots() -> Iterator[None]:

@@ -9,6 +9,7 @@ from typing import Any
 
 import orjson
 import pytest
+from support.converter_names import KEY_VALUE_CONVERTERS
 
 from connect_runtime.api.schema import Schema, SchemaType, Struct
 from connect_runtime.converters import (
@@ -396,20 +397,7 @@ def test_json_and_string_converters_are_header_converters_too() -> None:
 
 
 def test_registry_lists_connects_names() -> None:
-    assert listed_converter_names() == [
-        # Confluent's Schema Registry converters: key and value converters only.
-        "io.confluent.connect.avro.AvroConverter",
-        "io.confluent.connect.json.JsonSchemaConverter",
-        "io.confluent.connect.protobuf.ProtobufConverter",
-        "org.apache.kafka.connect.converters.BooleanConverter",
-        "org.apache.kafka.connect.converters.ByteArrayConverter",
-        "org.apache.kafka.connect.converters.DoubleConverter",
-        "org.apache.kafka.connect.converters.FloatConverter",
-        "org.apache.kafka.connect.converters.IntegerConverter",
-        "org.apache.kafka.connect.converters.LongConverter",
-        "org.apache.kafka.connect.converters.ShortConverter",
-        "org.apache.kafka.connect.json.JsonConverter",
-        "org.apache.kafka.connect.storage.StringConverter"]
+    assert listed_converter_names() == KEY_VALUE_CONVERTERS
     assert listed_header_converter_names() == sorted(
         [*listed_converter_names()[3:], "org.apache.kafka.connect.storage.SimpleHeaderConverter"])
     assert converter_class_named("SimpleHeaderConverter") is None  # not a key/value converter

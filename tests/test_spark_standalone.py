@@ -1,6 +1,6 @@
 """The Spark standalone fixture, with a real driver process, and an executor SIGKILL.
 
-Run with ``-s`` to see the measured timings (docs/spark-standalone-notes.md).
+Run with ``-s`` to see the measured timings (docs/spark.md#standalone-on-loopback).
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from support.clock import FakeClock
 
 from connect_runtime import (
     ConfigException,
@@ -175,14 +176,11 @@ def test_latest_offset_per_source_partition_in_order_of_last_write() -> None:
 
 
 def test_interval_boundary_ends_a_transaction_at_the_first_poll_after_the_interval() -> None:
-    now = [0.0]
-
-    def clock() -> float:
-        return now[0]
+    clock = FakeClock()
 
     class Slow(Counter):
         def poll(self) -> list[Any] | None:
-            now[0] += 0.1  # each poll takes 100 ms
+            clock.advance(0.1)  # each poll takes 100 ms
             return super().poll()
 
     with TaskRunner(Slow, {}, boundary="interval", interval_ms=150, clock=clock) as runner:

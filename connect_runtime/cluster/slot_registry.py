@@ -49,10 +49,10 @@ MetricsListener = Callable[[str, int, int, TaskMetricsSnapshot], None]
 """Hears a current slot's metrics (connector, task, generation, snapshot); called on
 the REST event loop, so it must not block."""
 Push = Callable[[SlotAnswer | None], None]
-# (the session key to hand slots, base64, or None over plain channels; its id)
-SessionKeyAnswer = tuple["str | None", "str | None"]
 """Sends an answer down one slot's channel; ``None`` closes the channel as lost.
 Called from any thread, never blocks (the channel queues it)."""
+SessionKeyAnswer = tuple["str | None", "str | None"]
+"""The session key to hand slots (base64, or None over plain channels) and its id."""
 LogLine = tuple[int, str, dict[str, Any]]
 """A log level, a message and the record's ``extra`` fields (``connect_runtime.logs``)."""
 

@@ -148,11 +148,6 @@ _BUILTIN_HEADER: dict[str, type[Any]] = {
 """Header converters by every name a config may use."""
 
 
-def _builtin_converters() -> list[type[Any]]:
-    """The key/value converter classes this package ships (each once, whatever its aliases)."""
-    return list(dict.fromkeys(_BUILTIN.values()))
-
-
 def listed_converter_names() -> list[str]:
     """The built-in converters as listings name them (Connect's class name), sorted:
     ``GET /connector-plugins`` and validate's choices for key/value.converter."""

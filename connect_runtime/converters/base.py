@@ -5,8 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from connect_runtime.errors import ConfigException
-
 if TYPE_CHECKING:
     from connect_runtime.api.schema import Schema
 
@@ -60,17 +58,6 @@ def fast_encoder(converter: Any) -> Encoder | None:
     """
     offer = getattr(converter, "_fast_encoder", None)
     return offer() if callable(offer) else None
-
-
-def parse_bool(configs: dict[str, str], key: str, default: bool) -> bool:
-    """A boolean converter setting, as Connect's ConfigDef parses one."""
-    raw = configs.get(key)
-    if raw is None:
-        return default
-    folded = str(raw).strip().lower()
-    if folded not in ("true", "false"):
-        raise ConfigException("Expected value to be either true or false", name=key, value=raw)
-    return folded == "true"
 
 
 def as_bytes(value: Any) -> bytes:

@@ -61,7 +61,6 @@ import functools
 import logging
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Self
 
 from confluent_kafka import KafkaException
@@ -88,17 +87,6 @@ log = logging.getLogger(__name__)
 _ACK_WAIT_S = 0.1
 
 
-@dataclass
-class OffsetFlushStats:
-    """What the loop did, for metrics and tests."""
-
-    records_sent: int = 0
-    records_acknowledged: int = 0
-    flushes: int = 0  # successful offset flushes, each followed by task.commit()
-    flush_failures: int = 0  # timed out or failed; retried at the next interval
-    offsets_written: int = 0  # offset records acknowledged by the broker
-
-
 class AtLeastOnceTaskLoop(TaskLoop):
     """Drives a started :class:`SourceTask` until stopped or failed (see the module doc).
 
@@ -116,7 +104,6 @@ class AtLeastOnceTaskLoop(TaskLoop):
         super().__init__(deps)
         self.offset_flush_interval_s = offset_flush_interval_s
         self.offset_flush_timeout_s = offset_flush_timeout_s
-        self.stats = OffsetFlushStats()
         self._submitted = SubmittedRecords(self.connector, keep_metadata=self._wants_metadata)
         # Committable offsets not yet written (a flush timed out or failed, or not due).
         self._unflushed: dict[bytes, tuple[SourcePartition, SourceOffset | None]] = {}
@@ -199,7 +186,6 @@ class AtLeastOnceTaskLoop(TaskLoop):
                 tracker.dropped()
             elif self.metrics is not None:
                 self.metrics.written += 1
-        self.stats.records_sent += len(records)
         if self.metrics is not None:
             self.metrics.set_active(self._submitted.in_flight)
         return len(records)
@@ -209,7 +195,6 @@ class AtLeastOnceTaskLoop(TaskLoop):
         committable offsets, and fail on the first record the broker rejected."""
         self.producer.poll(timeout)
         submitted = self._submitted
-        self.stats.records_acknowledged = submitted.acknowledged
         if self._active_topics is not None:  # KIP-558: acknowledged records' topics
             self._active_topics.durable(submitted.acked_topics)
         if self._failing:  # the task is failing: no more task calls, no second error
@@ -272,9 +257,7 @@ class AtLeastOnceTaskLoop(TaskLoop):
         started = time.monotonic()
         self._next_flush = started + self.offset_flush_interval_s
         if not self._write_offsets(started + self.offset_flush_timeout_s):
-            self.stats.flush_failures += 1
             return False
-        self.stats.flushes += 1
         acked = self._submitted.acknowledged
         if self.metrics is not None and (self._flushed_offsets or acked > self._acked_at_flush):
             # A flush that wrote something is this mode's commit; idle ones are not counted.
@@ -321,7 +304,6 @@ class AtLeastOnceTaskLoop(TaskLoop):
         # Only this thread adds to _unflushed (step 2), so what was written is all of it.
         self._unflushed.clear()
         self._flushed_offsets = written
-        self.stats.offsets_written += len(written)
         if self.offset_mirror is not None:  # step 6
             self.offset_mirror.submit([(k, v) for k, v in written if v is not None])
         return True

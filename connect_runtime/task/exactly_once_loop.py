@@ -47,7 +47,6 @@ import logging
 import operator
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Self
 
 from connect_runtime.api.record import RecordBatch
@@ -88,31 +87,6 @@ def _as_fenced(error: BaseException) -> ProducerFencedError | None:
     return None
 
 
-@dataclass
-class TransactionStats:
-    """Committed transaction sizes (KIP-618's transaction-size-min/max/avg)."""
-
-    committed: int = 0
-    aborted: int = 0
-    records: int = 0
-    size_min: int | None = None
-    size_max: int = 0
-    sizes: list[int] = field(default_factory=list)  # the most recent sizes, bounded
-
-    def record_commit(self, size: int) -> None:
-        self.committed += 1
-        self.records += size
-        self.size_min = size if self.size_min is None else min(self.size_min, size)
-        self.size_max = max(self.size_max, size)
-        self.sizes.append(size)
-        if len(self.sizes) > 1000:
-            del self.sizes[:500]
-
-    @property
-    def size_avg(self) -> float:
-        return self.records / self.committed if self.committed else 0.0
-
-
 class ExactlyOnceTaskLoop(TaskLoop):
     """Drives a started :class:`SourceTask` until stopped, failed or fenced.
 
@@ -130,7 +104,6 @@ class ExactlyOnceTaskLoop(TaskLoop):
         super().__init__(deps)
         self.boundary = boundary
         self.transaction_timeout_s = transaction_timeout_s
-        self.stats = TransactionStats()
         self._in_txn = False
         self._txn_began = 0.0  # monotonic time of the open transaction's begin
         self._txn_records: list[SourceRecord] = []
@@ -385,7 +358,6 @@ class ExactlyOnceTaskLoop(TaskLoop):
         if self._active_topics is not None:  # KIP-558: the records' topics are now durable
             self._active_topics.durable(self._sender.used_topics)
         size = self._txn_size
-        self.stats.record_commit(size)
         if self.metrics is not None:
             self.metrics.committed(size, time.monotonic() - began, written)
             self.metrics.set_active(0)
@@ -488,7 +460,6 @@ class ExactlyOnceTaskLoop(TaskLoop):
         except Exception as e:
             raise translate_kafka_error(e, f"abort_transaction for task {self.label}") from e
         self._in_txn = False
-        self.stats.aborted += 1
         if self.metrics is not None:
             self.metrics.aborted()
             self.metrics.set_active(0)

@@ -79,11 +79,6 @@ def values_of(struct: Struct, fields: Iterable[Field], with_default: bool) -> di
     return {f.name: field_value(struct, f.name, with_default) for f in fields}
 
 
-def is_logical(schema: Schema, name: str) -> bool:
-    """Whether ``schema`` is the logical type ``name`` (DATE, TIME, TIMESTAMP, DECIMAL)."""
-    return schema.name == name
-
-
 def to_millis(value: datetime.date | datetime.time) -> int:
     """Epoch ms of a Date (midnight UTC), a Time (ms since midnight) or a Timestamp."""
     if isinstance(value, datetime.datetime):

@@ -47,10 +47,6 @@ def create_engine(url: URL) -> Engine:
     return sa.create_engine(url, **kwargs)
 
 
-def is_sqlite(engine: Engine | Connection) -> bool:
-    return engine.dialect.name == "sqlite"
-
-
 def timestamp_expression(dialect_name: str,
                          columns: Sequence[sa.ColumnElement[Any]]) -> sa.ColumnElement[Any]:
     """E for ``columns`` (see the module docstring)."""

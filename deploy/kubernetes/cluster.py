@@ -1,5 +1,5 @@
 """A real single-node Kubernetes cluster on this machine, for trying the chart
-and for the tests that run it (tests/kubernetes/).
+and for the tests that run it (tests/deploy/).
 
     cluster.sh up                 start it (and a Kafka broker the pods reach)
     cluster.sh load-image IMAGE   copy IMAGE from the docker engine at DOCKER_HOST into the node
@@ -17,17 +17,20 @@ machine, cached by version under ~/.cache/connect-runtime).
 
 Nothing leaves the machine: pods (``POD_CIDR``) and Services
 (``SERVICE_CIDR``) live in 100.72.0.0/16, inside the shared address space of
-RFC 6598 that no interface of this machine uses; pods get a route to that /16
+RFC 6598, which no interface of the host may use; pods get a route to that /16
 only (no default route), nothing is masqueraded, a FORWARD rule drops any
 packet of those ranges that would cross another interface, and CoreDNS answers
 for cluster.local alone (no upstream resolver).
 
-Two things this machine needs that a usual node does not:
+Two things a host may need that a usual node does not. Both are done on every
+host: where they are not needed, pods merely lose the negative OOM score the
+kubelet asks for, and ``failCgroupV1`` has no effect on cgroup v2:
 
-* it refuses a negative ``oom_score_adj`` even to root, and the kubelet asks
-  -998 for every pod sandbox (and -997 for Guaranteed pods): containerd calls
-  runc through a wrapper that clamps ``process.oomScoreAdj`` to 0 first;
-* cgroups are v1: a kubelet from 1.35 on starts there only with
+* on a host that refuses a negative ``oom_score_adj`` even to root, no pod would
+  start, since the kubelet asks -998 for every pod sandbox (and -997 for
+  Guaranteed pods): containerd calls runc through a wrapper that clamps
+  ``process.oomScoreAdj`` to 0 first;
+* on a host with cgroup v1, a kubelet from 1.35 on starts only with
   ``failCgroupV1: false`` (cgroup v1 is in maintenance; v1.37.2 is the version
   the project already builds, and one version for every binary keeps one build).
 
@@ -228,11 +231,12 @@ def openssl(*args: str) -> None:
     run("openssl", *args)
 
 
-def make_pki(pki: Path) -> None:
-    """One CA for the cluster; the API server's serving certificate (its names
-    include the kubernetes Service's IP and DNS names, which pods use); the
-    client certificate the API server presents to the kubelet; the service
-    account signing key."""
+def make_control_plane_pki(pki: Path) -> None:
+    """The control plane's keys and certificates, made with openssl: one CA for
+    the cluster; the API server's serving certificate (its names include the
+    kubernetes Service's IP and DNS names, which pods use); the client
+    certificate the API server presents to the kubelet; the service account
+    signing key."""
     pki.mkdir(parents=True, exist_ok=True)
     openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "30",
             "-subj", "/CN=connect-runtime-cluster-ca", "-keyout", str(pki / "ca.key"),
@@ -417,6 +421,7 @@ def terminate(pid: int, grace: float) -> bool:
 
 
 def cmdline(pid: int) -> str:
+    """``pid``'s command line, its arguments joined by spaces ("" once it is gone)."""
     try:
         return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(
             errors="replace")
@@ -425,16 +430,19 @@ def cmdline(pid: int) -> str:
 
 
 def processes_naming(folder: Path) -> list[int]:
+    """Processes (but this one) with ``folder`` on their command line."""
     me = os.getpid()
     return [int(p) for p in os.listdir("/proc")
             if p.isdigit() and int(p) != me and str(folder) in cmdline(int(p))]
 
 
 def mounts_under(folder: Path) -> list[str]:
+    """Mount points at or below ``folder``, deepest first (from /proc/self/mountinfo)."""
     prefix = str(folder)
     points = []
     with open("/proc/self/mountinfo") as f:
         for line in f:
+            # Field 5 is the mount point, with spaces and the like octal-escaped.
             point = line.split()[4].encode().decode("unicode_escape")
             if point == prefix or point.startswith(prefix + "/"):
                 points.append(point)
@@ -529,7 +537,7 @@ def write_runc_wrapper(state: State) -> Path:
     runc = tool("runc")
     wrapper = state.dir / "runc-clamp-oom"
     wrapper.write_text(f"""#!/bin/sh
-# This machine refuses a negative oom_score_adj even to root; the kubelet asks
+# A host may refuse a negative oom_score_adj even to root; the kubelet asks
 # for one (-998 for a pod sandbox, -997 for a Guaranteed pod). Clamp it to 0 in
 # the bundle's config.json (and an exec's process file), then run runc.
 clamp='s/"oomScoreAdj":-[0-9]+/"oomScoreAdj":0/'
@@ -850,7 +858,7 @@ def up(with_kafka: bool) -> State:
     state.save()
     try:
         log(f"binaries: {', '.join(Path(tool(t)).parent.name for t in ('kubelet', 'coredns'))}")
-        make_pki(state.pki)
+        make_control_plane_pki(state.pki)
         setup_network(state)
         start_control_plane(state, lock_fd, tokens)
         log(f"control plane up at https://{GATEWAY}:{API_PORT} "

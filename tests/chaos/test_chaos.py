@@ -94,7 +94,7 @@ def cluster(broker: Broker, tmp_path: Path) -> Iterator[Cluster]:
         c.stop()
 
 
-class Scenario:
+class ChaosRun:
     """The running pipeline, and the faults applied to it."""
 
     def __init__(self, broker: Broker, cluster: Cluster, names: dict[str, str]) -> None:
@@ -337,8 +337,8 @@ def test_exactly_once_survives_faults(broker: Broker, cluster: Cluster,
                                       capsys: pytest.CaptureFixture[str]) -> None:
     names = {short: f"chaos-{short}" for short in CONNECTORS}
     for short in CONNECTORS:
-        create_topic(broker.bootstrap, Scenario.topic(short), 3)
-    s = Scenario(broker, cluster, names)
+        create_topic(broker.bootstrap, ChaosRun.topic(short), 3)
+    s = ChaosRun(broker, cluster, names)
     s.tail.start()
     try:
         for short, (config, _, _) in CONNECTORS.items():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from support.clock import FakeClock
 
 from connect_runtime.cluster.auto_restart import UNLIMITED, AutoRestarts, RestartPolicy
 from connect_runtime.config.connector_config import ConnectorConfig
@@ -11,16 +12,8 @@ POLICY = RestartPolicy(enabled=True, max_attempts=3, backoff_initial_ms=1000,
                        backoff_max_ms=3000, reset_after_ms=60_000)
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def restarts(draws: list[float]) -> tuple[Clock, AutoRestarts]:
-    clock = Clock()
+def restarts(draws: list[float]) -> tuple[FakeClock, AutoRestarts]:
+    clock = FakeClock()
     return clock, AutoRestarts(clock=clock, draw=lambda: draws.pop(0))
 
 

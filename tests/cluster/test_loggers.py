@@ -9,6 +9,7 @@ import logging
 import sys
 
 import pytest
+from support.clock import FakeClock
 
 from connect_runtime.cluster.herder_api import LoggerLevel
 from connect_runtime.cluster.loggers import LEVELS, LoggerLevels, level_name, parse_level
@@ -16,17 +17,9 @@ from connect_runtime.errors import NotFoundException
 from connect_runtime.log_levels import LevelSetting
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_000
-
-    def __call__(self) -> int:
-        return self.now
-
-
 @pytest.fixture
-def clock() -> Clock:
-    return Clock()
+def clock() -> FakeClock:
+    return FakeClock(1_000)
 
 
 @pytest.fixture
@@ -36,8 +29,8 @@ def manager() -> logging.Manager:
 
 
 @pytest.fixture
-def levels(manager: logging.Manager, clock: Clock) -> LoggerLevels:
-    return LoggerLevels(manager, clock)
+def levels(manager: logging.Manager, clock: FakeClock) -> LoggerLevels:
+    return LoggerLevels(manager, lambda: int(clock()))  # ms, as the stamps are
 
 
 # ----------------------------------------------------------------- level names
@@ -127,7 +120,7 @@ def test_root_at_off_is_not_listed(levels: LoggerLevels, manager: logging.Manage
 
 
 def test_setting_a_namespace_sets_every_logger_whose_name_starts_with_it(
-    levels: LoggerLevels, manager: logging.Manager, clock: Clock,
+    levels: LoggerLevels, manager: logging.Manager, clock: FakeClock,
 ) -> None:
     # As Connect's rule: a plain string prefix, so "zz.h" covers "zz.hx" too.
     for name in ("zz.h.a", "zz.hx", "zz.h.a.deep", "zz.other"):
@@ -141,7 +134,7 @@ def test_setting_a_namespace_sets_every_logger_whose_name_starts_with_it(
 
 
 def test_only_loggers_whose_level_changed_are_reported_and_stamped(
-    levels: LoggerLevels, manager: logging.Manager, clock: Clock,
+    levels: LoggerLevels, manager: logging.Manager, clock: FakeClock,
 ) -> None:
     manager.getLogger("n.a").setLevel(logging.ERROR)
     manager.getLogger("n.b").setLevel(logging.DEBUG)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 
 import pytest
+from support.clock import FakeClock
 
 from connect_runtime.cluster.session_keys import SessionKeys
 from connect_runtime.config.worker_config import WorkerConfig
@@ -13,16 +14,6 @@ from connect_runtime.protocol import signing
 from connect_runtime.storage.config_store import SessionKey
 
 HOUR_MS = 3_600_000
-
-
-class FakeClock:
-    """Seconds; one clock serves as both the wall clock and the monotonic one."""
-
-    def __init__(self, now: float = 1_000.0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
 
 
 class Topic:
@@ -40,7 +31,7 @@ def keys(topic: Topic, clock: FakeClock, ttl_ms: int = HOUR_MS, grace_s: float =
          ) -> SessionKeys:
     return SessionKeys(topic, ttl_ms=ttl_ms, generation_algorithm="HmacSHA256",
                        key_size_bits=size_bits, verification_algorithms=accepted,
-                       clock=clock, monotonic=clock, grace_s=grace_s)
+                       clock=clock.time, monotonic=clock.monotonic, grace_s=grace_s)
 
 
 def signed(key: bytes, body: bytes, algorithm: str = "HmacSHA256") -> dict[str, str]:
@@ -57,7 +48,7 @@ def test_a_key_is_generated_when_there_is_none() -> None:
 
 
 def test_the_configured_key_size_is_used() -> None:
-    key = keys(Topic(), FakeClock(), size_bits=128).next_key()
+    key = keys(Topic(), FakeClock(1_000.0), size_bits=128).next_key()
     assert key is not None and len(key.key) == 16
 
 
@@ -82,7 +73,7 @@ def test_a_ttl_of_zero_never_rotates() -> None:
 
 def test_current_key_and_its_base64() -> None:
     topic = Topic()
-    session_keys = keys(topic, FakeClock())
+    session_keys = keys(topic, FakeClock(1_000.0))
     assert session_keys.current() is None and session_keys.current_b64() is None
     topic.key = SessionKey(b"\x01\x02\x03", "HmacSHA512", 0)
     assert session_keys.current() == (b"\x01\x02\x03", "HmacSHA512")
@@ -96,7 +87,7 @@ def test_current_key_and_its_base64() -> None:
 
 def test_requests_signed_with_the_current_key_verify() -> None:
     topic = Topic(SessionKey(b"a" * 32, "HmacSHA256", 0))
-    session_keys = keys(topic, FakeClock())
+    session_keys = keys(topic, FakeClock(1_000.0))
     session_keys.verify(signed(b"a" * 32, b"body"), b"body")
     with pytest.raises(RequestSignatureException) as forged:
         session_keys.verify(signed(b"a" * 32, b"body"), b"other body")
@@ -125,7 +116,7 @@ def test_a_rotation_is_noticed_by_verification_itself() -> None:
     # Without any listener call: reading the current key notes it.
     old, new = b"o" * 32, b"n" * 32
     topic = Topic(SessionKey(old, "HmacSHA256", 0))
-    session_keys = keys(topic, FakeClock())
+    session_keys = keys(topic, FakeClock(1_000.0))
     session_keys.verify(signed(old, b"x"), b"x")
     topic.key = SessionKey(new, "HmacSHA256", 1)
     session_keys.verify(signed(old, b"x"), b"x")
@@ -133,7 +124,7 @@ def test_a_rotation_is_noticed_by_verification_itself() -> None:
 
 def test_a_key_never_noted_as_current_is_not_accepted() -> None:
     topic = Topic(SessionKey(b"n" * 32, "HmacSHA256", 0))
-    session_keys = keys(topic, FakeClock())
+    session_keys = keys(topic, FakeClock(1_000.0))
     session_keys.note(b"o" * 32)
     session_keys.note(b"n" * 32)  # o was current, so it is accepted for a while
     session_keys.verify(signed(b"o" * 32, b"x"), b"x")
@@ -159,7 +150,7 @@ def test_noting_the_same_key_again_does_not_extend_the_grace() -> None:
 def test_errors_other_than_a_mismatch_are_not_retried_with_old_keys() -> None:
     old = b"o" * 32
     topic = Topic()
-    session_keys = keys(topic, FakeClock(), accepted=("HmacSHA256",))
+    session_keys = keys(topic, FakeClock(1_000.0), accepted=("HmacSHA256",))
     session_keys.note(old)
     session_keys.note(b"p" * 32)  # old is now a rotated-out key in its grace period
     with pytest.raises(RequestSignatureException) as no_key:  # no current key yet

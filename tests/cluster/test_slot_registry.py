@@ -6,6 +6,7 @@ import dataclasses
 import logging
 
 import pytest
+from support.clock import FakeClock
 
 from connect_runtime.cluster.slot_registry import (
     SlotChannel,
@@ -27,14 +28,6 @@ from connect_runtime.protocol.states import State
 Event = tuple[str, int, State, "str | None"]
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 class Pushed:
     """What the registry pushed down one channel."""
 
@@ -49,9 +42,9 @@ class Pushed:
         return self.answers[-1]
 
 
-def _registry() -> tuple[SlotRegistry, list[Event], Clock]:
+def _registry() -> tuple[SlotRegistry, list[Event], FakeClock]:
     events: list[Event] = []
-    clock = Clock()
+    clock = FakeClock(100.0)
     reg = SlotRegistry(lambda c, t, s, tr: events.append((c, t, s, tr)),
                        liveness_timeout_s=10.0, clock=clock)
     return reg, events, clock
@@ -328,7 +321,7 @@ def test_answers_carry_the_logger_levels_of_the_moment() -> None:
 
 def test_topics_of_current_slots_reach_the_listener_and_keep_them_alive() -> None:
     heard: list[tuple[str, int, frozenset[str]]] = []
-    clock = Clock()
+    clock = FakeClock(100.0)
     reg = SlotRegistry(lambda *_: None, liveness_timeout_s=10.0, clock=clock,
                        on_topics=lambda c, t, topics: heard.append((c, t, topics)))
     reg.open("c", generation=1, task_count=1, paused=False)

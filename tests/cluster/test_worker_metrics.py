@@ -8,18 +8,11 @@ from typing import Any
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
+from support.clock import FakeClock
 
 from connect_runtime.cluster.metrics import ClusterView, TaskMetricsStore, WorkerMetrics
 from connect_runtime.protocol.slot_channel import ErrorTotals, OffsetCommits, TaskMetricsSnapshot
 from connect_runtime.task.metrics import TaskMetrics
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def snapshot(**values: Any) -> TaskMetricsSnapshot:
@@ -36,7 +29,7 @@ def view(**overrides: Any) -> ClusterView:
 
 
 def test_rates_come_from_the_snapshots_of_the_last_30_seconds() -> None:
-    clock = Clock()
+    clock = FakeClock(100.0)
     store = TaskMetricsStore(clock=clock)
     for i in range(20):  # one snapshot every 3 s, 100 records polled each time
         store.record("seq", 0, 1, snapshot(poll_total=100 * i, write_total=90 * i,
@@ -51,7 +44,7 @@ def test_rates_come_from_the_snapshots_of_the_last_30_seconds() -> None:
 
 
 def test_a_new_generation_starts_a_new_history_and_retires_the_old_totals() -> None:
-    store = TaskMetricsStore(clock=Clock())
+    store = TaskMetricsStore(clock=FakeClock(100.0))
     store.record("seq", 0, 1, snapshot(poll_total=500, startup_attempts=2, startup_failures=1))
     store.record("seq", 0, 2, snapshot(poll_total=3, startup_attempts=1))
     assert store.tasks()[("seq", 0)].generation == 2
@@ -63,7 +56,7 @@ def test_a_new_generation_starts_a_new_history_and_retires_the_old_totals() -> N
 
 
 def test_history_is_bounded_in_time() -> None:
-    clock = Clock()
+    clock = FakeClock(100.0)
     store = TaskMetricsStore(clock=clock, history_s=10)
     for i in range(10):
         store.record("seq", 0, 1, snapshot(poll_total=i))

@@ -6,6 +6,7 @@ import logging
 from typing import Any
 
 import pytest
+from support.converter_names import KEY_VALUE_CONVERTERS
 
 import connect_runtime
 from connect_runtime.api.config_def import Config, ConfigDef, ConfigValue, Range, Type
@@ -538,19 +539,7 @@ def test_plugin_versions_default_to_the_installed_ones() -> None:
     connector_version = value_of(infos, "connector.plugin.version")
     assert (connector_version.value, connector_version.recommended_values) == (
         "unknown", ["unknown"])
-    assert value_of(infos, "key.converter").recommended_values == [
-        "io.confluent.connect.avro.AvroConverter",  # the Schema Registry converters
-        "io.confluent.connect.json.JsonSchemaConverter",
-        "io.confluent.connect.protobuf.ProtobufConverter",
-        "org.apache.kafka.connect.converters.BooleanConverter",
-        "org.apache.kafka.connect.converters.ByteArrayConverter",
-        "org.apache.kafka.connect.converters.DoubleConverter",
-        "org.apache.kafka.connect.converters.FloatConverter",
-        "org.apache.kafka.connect.converters.IntegerConverter",
-        "org.apache.kafka.connect.converters.LongConverter",
-        "org.apache.kafka.connect.converters.ShortConverter",
-        "org.apache.kafka.connect.json.JsonConverter",
-        "org.apache.kafka.connect.storage.StringConverter"]
+    assert value_of(infos, "key.converter").recommended_values == KEY_VALUE_CONVERTERS
 
 
 def test_a_pinned_version_must_be_the_installed_one() -> None:

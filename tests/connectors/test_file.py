@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from support.fakes import FakeReader
 
 from connect_runtime.api.connector import ConnectorTransactionBoundaries, ExactlyOnceSupport
 from connect_runtime.api.record import RecordBatch, SourceRecord
@@ -18,17 +18,6 @@ from connect_runtime.task.batches import check, expand
 from connect_runtime.task.startup import TaskContext
 
 
-class FakeReader:
-    def __init__(self, offsets: dict[str, dict[str, Any]]) -> None:
-        self.committed = offsets
-
-    def offset(self, partition: Any) -> dict[str, Any] | None:
-        return self.committed.get(partition["filename"])
-
-    def offsets(self, partitions: Iterable[Any]) -> list[tuple[Any, dict[str, Any] | None]]:
-        return [(p, self.offset(p)) for p in partitions]
-
-
 def task_for(files: list[Path], offsets: dict[str, dict[str, Any]] | None = None,
              **overrides: str) -> FileStreamSourceTask:
     connector = FileStreamSourceConnector()
@@ -36,7 +25,7 @@ def task_for(files: list[Path], offsets: dict[str, dict[str, Any]] | None = None
                      "poll.idle.ms": "1", **overrides})
     config = connector.task_configs(1)[0]
     task = FileStreamSourceTask()
-    task.initialize(TaskContext(config, FakeReader(offsets or {})))
+    task.initialize(TaskContext(config, FakeReader(offsets, key=lambda p: p["filename"])))
     task.start(config)
     return task
 

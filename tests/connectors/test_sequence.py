@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterable
 from typing import Any
 
 import orjson
 import pytest
+from support.fakes import FakeReader
 
 import connect_runtime
 from connect_runtime.api.connector import ConnectorTransactionBoundaries, ExactlyOnceSupport
@@ -23,20 +23,6 @@ from connect_runtime.connectors.sequence import (
 from connect_runtime.errors import ConfigException, InvalidOffsetException
 from connect_runtime.task.batches import check, expand
 from connect_runtime.task.startup import TaskContext
-
-
-class FakeReader:
-    def __init__(self, offsets: dict[int, dict[str, Any] | None]) -> None:
-        self.committed = offsets
-        self.asked: list[Any] = []
-
-    def offset(self, partition: Any) -> dict[str, Any] | None:
-        return self.committed.get(partition["sequence.partition"])
-
-    def offsets(self, partitions: Iterable[Any]) -> list[tuple[Any, dict[str, Any] | None]]:
-        partitions = list(partitions)
-        self.asked.extend(partitions)
-        return [(p, self.offset(p)) for p in partitions]
 
 
 class FakeTransactions:
@@ -60,7 +46,8 @@ def task_config(partitions: str = "0", **overrides: str) -> dict[str, str]:
 def started(config: dict[str, str], offsets: dict[int, dict[str, Any] | None] | None = None,
             txn: FakeTransactions | None = None) -> SequenceSourceTask:
     task = SequenceSourceTask()
-    task.initialize(TaskContext(config, FakeReader(offsets or {}), txn))
+    reader = FakeReader(offsets, key=lambda p: p["sequence.partition"])
+    task.initialize(TaskContext(config, reader, txn))
     task.start(config)
     return task
 

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import datetime
 import decimal
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import pytest
 import sqlalchemy as sa
+from support.fakes import FakeReader
 from support.postgres import Database, past
 
 from connect_runtime import ConnectError, DataException, RecordBatch, SourceRecord
@@ -50,20 +51,6 @@ def rows(polled: Sequence[SourceRecord | RecordBatch] | None) -> list[SourceReco
     return out
 
 
-class FakeReader:
-    """Committed offsets by partition (as the framework's reader returns them)."""
-
-    def __init__(self, committed: Mapping[str, dict[str, Any]] | None = None) -> None:
-        self.committed = dict(committed or {})  # table (or "query") -> offset
-
-    def offset(self, partition: Mapping[str, Any]) -> dict[str, Any] | None:
-        return self.committed.get(partition.get("table") or partition.get("query") or "")
-
-    def offsets(self, partitions: Iterable[Mapping[str, Any]],
-                ) -> list[tuple[Mapping[str, Any], dict[str, Any] | None]]:
-        return [(p, self.offset(p)) for p in partitions]
-
-
 class FakeTransactions:
     def __init__(self) -> None:
         self.commits: list[SourceRecord] = []  # the last record of each transaction
@@ -89,10 +76,15 @@ def task_config(db: Database, mode: str, tables: list[str], **extra: str) -> dic
             **{k.replace("_", "."): v for k, v in extra.items()}}
 
 
+def table_or_query(partition: Mapping[str, Any]) -> Any:
+    """What the SQL source's committed offsets are keyed by."""
+    return partition.get("table") or partition.get("query") or ""
+
+
 def started(config: dict[str, str], committed: Mapping[str, dict[str, Any]] | None = None,
             txn: FakeTransactions | None = None) -> SqlSourceTask:
     task = SqlSourceTask()
-    task.initialize(TaskContext(config, FakeReader(committed), txn))
+    task.initialize(TaskContext(config, FakeReader(committed, key=table_or_query), txn))
     task.start(config)
     return task
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import re
-import signal
 import ssl
 import subprocess
 import sys
@@ -17,10 +16,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import httpx
 import yaml
-from kube_apiserver import REPO, tool
-from support.kafka import wait_for
+from kube_apiserver import tool
+from support import REPO
+from support.workers import WorkerProcess
 
 CHART = REPO / "deploy" / "helm" / "connect-runtime"
 VALUE_SETS = sorted(p.name for p in (CHART / "ci").glob("*-values.yaml"))
@@ -153,50 +152,29 @@ def run_exec_probe(probe: dict[str, Any], env: dict[str, str],
                           timeout=probe.get("timeoutSeconds", 1))
 
 
-class PodWorker:
-    """The worker process a pod would run, run on this machine instead.
+class PodWorker(WorkerProcess):
+    """The worker process a pod would run, run on this machine instead, started
+    at once: a :class:`~support.workers.WorkerProcess` (spawning, ``wait_healthy``,
+    ``stop``: SIGTERM as the kubelet sends it, SIGKILL after 60 s) from the
+    pod's files rather than the harness's own worker.properties.
 
     ``files`` are the properties files in the order the image's entrypoint
     passes them (the ConfigMap's, then overrides); ``env`` the pod's
-    environment (:func:`pod_environment`). Its log is ``workdir/worker.log``.
-    An HTTPS worker (``scheme``) is checked with ``verify`` (an SSL context
-    trusting its CA, holding a client certificate if it requires one).
+    environment (:func:`pod_environment`). It listens on 127.0.0.1:``port``;
+    its log is ``workdir/worker.log``. An HTTPS worker (``scheme``) is checked
+    with ``verify`` (an SSL context trusting its CA, holding a client
+    certificate if it requires one).
     """
 
     def __init__(self, workdir: Path, files: Sequence[Path], env: dict[str, str],
                  port: int, scheme: str = "http",
                  verify: ssl.SSLContext | bool = True) -> None:
-        self.url = f"{scheme}://127.0.0.1:{port}"
-        self.verify = verify
-        self.log = workdir / "worker.log"
-        with self.log.open("wb") as log:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "connect_runtime.cli", "worker", *map(str, files)],
-                env={**os.environ, **env}, stdout=log, stderr=subprocess.STDOUT, cwd=workdir,
-                start_new_session=True)
+        # The files say which broker and group: the harness's settings go unused.
+        super().__init__("", "", port, workdir, env=env, scheme=scheme, verify=verify,
+                         config_files=files)
+        self.log_path = workdir / "worker.log"
+        self.start(wait=False)
 
     def output(self) -> str:
-        return self.log.read_text(errors="replace")
-
-    def wait_healthy(self, timeout: float) -> None:
-        def healthy() -> bool:
-            if self.proc.poll() is not None:
-                raise AssertionError(f"worker exited {self.proc.returncode}:\n"
-                                     f"{self.output()[-4000:]}")
-            try:
-                return httpx.get(f"{self.url}/health", timeout=2,
-                                 verify=self.verify).status_code == 200
-            except httpx.HTTPError:
-                return False
-        wait_for(healthy, timeout, f"the worker at {self.url} to be healthy")
-
-    def stop(self) -> int:
-        """SIGTERM (what the kubelet sends), then SIGKILL after 60 s; the exit code."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(60)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(10)
-        return int(self.proc.returncode)
+        """The worker's whole log."""
+        return self.log_path.read_text(errors="replace")

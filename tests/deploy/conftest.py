@@ -15,8 +15,9 @@ import subprocess
 from collections.abc import Iterator
 
 import pytest
-from docker_engine import REPO, DockerEngine
+from docker_engine import DockerEngine
 from kube_cluster import Kube, running_cluster
+from support import REPO
 
 BUILD_SH = REPO / "deploy" / "docker" / "build.sh"
 

@@ -58,17 +58,19 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
-REPO = Path(__file__).resolve().parents[2]
-TOOLS_SH = REPO / "deploy" / "kubernetes" / "tools.sh"
-CACHE = Path(os.environ.get("CONNECT_RUNTIME_CACHE",
-                            Path.home() / ".cache" / "connect-runtime"))
+if __name__ == "__main__":  # run as a script: tests/, the support package's folder, first
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from support.kube_script import cluster_module
+
+# deploy/kubernetes/cluster.py's helpers: the cache folder, tools.sh, and what
+# its down does too, finding processes naming a folder and mounts under it.
+script = cluster_module()
+CACHE: Path = script.CACHE
 
 
 def dockerd_path() -> str:
     """Debian's dockerd, installed with docker.io on first use (tools.sh)."""
-    done = subprocess.run(["bash", str(TOOLS_SH), "dockerd"], check=True,
-                          stdout=subprocess.PIPE, text=True, timeout=900)
-    return done.stdout.strip().splitlines()[-1]
+    return str(script.tool("dockerd"))
 
 
 def docker_cli() -> str:
@@ -140,13 +142,14 @@ class DockerEngine:
         pid dockerd recorded and the folder that run recorded."""
         with contextlib.suppress(OSError, ValueError):
             pid = int((self.home / "dockerd.pid").read_text().strip())
-            if str(self.data_root) in " ".join(_cmdline(pid)):
-                _terminate([pid], grace=30)
+            if str(self.data_root) in script.cmdline(pid):
+                script.terminate(pid, 30)
         record = self.home / "run-dir"
         with contextlib.suppress(FileNotFoundError):
             stale = Path(record.read_text().strip())
             if stale.is_absolute() and stale.name.startswith("cr-docker-"):
-                _terminate(_naming(stale), grace=10)
+                for pid in script.processes_naming(stale):
+                    script.terminate(pid, 10)
                 _unmount_under(stale)
                 shutil.rmtree(stale, ignore_errors=True)
             record.unlink()
@@ -187,18 +190,20 @@ class DockerEngine:
         if self.run_dir != Path():
             # containerd and any shim name the run folder on their command line;
             # dockerd stops them, this is for when it could not.
-            survivors = _naming(self.run_dir)
-            leftovers += [f"process {p}: {' '.join(_cmdline(p))}" for p in survivors]
-            _terminate(survivors, grace=10)
+            survivors = script.processes_naming(self.run_dir)
+            leftovers += [f"process {p}: {script.cmdline(p)}" for p in survivors]
+            for pid in survivors:
+                script.terminate(pid, 10)
             # dockerd 20.10 bind-mounts the host's network namespace at
             # exec/netns/default for the "host" network and leaves it mounted
             # when it exits: expected, so unmounted without a complaint.
             expected = str(self.run_dir / "exec" / "netns" / "default")
-            leftovers += [f"mount {m}" for m in mounts_under(self.run_dir) if m != expected]
+            leftovers += [f"mount {m}" for m in script.mounts_under(self.run_dir)
+                          if m != expected]
             _unmount_under(self.run_dir)
             shutil.rmtree(self.run_dir, ignore_errors=True)
             self.run_dir = Path()
-        leftovers += [f"mount {m}" for m in mounts_under(self.data_root)]
+        leftovers += [f"mount {m}" for m in script.mounts_under(self.data_root)]
         _unmount_under(self.data_root)
         for name in ("dockerd.pid", "run-dir"):
             with contextlib.suppress(FileNotFoundError):
@@ -236,56 +241,14 @@ class DockerEngine:
     def processes(self) -> list[int]:
         """Live processes naming this engine's run folder: containerd and the shims
         (a container's own processes are the shims' children)."""
-        return _naming(self.run_dir) if self.run_dir != Path() else []
+        return script.processes_naming(self.run_dir) if self.run_dir != Path() else []
 
 
-# -- /proc and mounts ----------------------------------------------------------
-
-
-def _pids() -> list[int]:
-    return [int(d) for d in os.listdir("/proc") if d.isdigit() and int(d) != os.getpid()]
-
-
-def _cmdline(pid: int) -> list[str]:
-    try:
-        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return []
-    return [a.decode(errors="replace") for a in raw.split(b"\0") if a]
-
-
-def _naming(folder: Path) -> list[int]:
-    """Live processes with ``folder`` on their command line."""
-    return [p for p in _pids() if str(folder) in " ".join(_cmdline(p))]
-
-
-def _terminate(pids: list[int], grace: float) -> None:
-    for pid in pids:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + grace
-    while time.monotonic() < deadline and any(_cmdline(p) for p in pids):
-        time.sleep(0.1)
-    for pid in pids:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-
-
-def mounts_under(folder: Path) -> list[str]:
-    """Mount points at or below ``folder``, deepest first (from /proc/self/mountinfo)."""
-    prefix = str(folder)
-    points = []
-    with open("/proc/self/mountinfo") as f:
-        for line in f:
-            # Field 5 is the mount point, with spaces and the like octal-escaped.
-            point = line.split()[4].encode().decode("unicode_escape")
-            if point == prefix or point.startswith(prefix + "/"):
-                points.append(point)
-    return sorted(points, key=len, reverse=True)
+# -- processes and mounts left behind --------------------------------------------
 
 
 def _unmount_under(folder: Path) -> None:
-    for point in mounts_under(folder):
+    for point in script.mounts_under(folder):
         subprocess.run(["umount", "-l", point], check=False, capture_output=True)
 
 

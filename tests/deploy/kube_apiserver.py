@@ -29,16 +29,14 @@ from typing import Any
 import httpx
 import pytest
 from support.kafka import free_port, wait_for
-
-REPO = Path(__file__).resolve().parents[2]
-TOOLS_SH = REPO / "deploy" / "kubernetes" / "tools.sh"
+from support.kube_script import cluster_module
 
 
 def tool(name: str) -> str:
-    """The path of ``name`` (helm, kube-apiserver, etcd), built or installed once per machine."""
-    done = subprocess.run(["bash", str(TOOLS_SH), name], check=True, stdout=subprocess.PIPE,
-                          text=True, timeout=3600)
-    return done.stdout.strip().splitlines()[-1]
+    """The path of ``name`` (helm, kube-apiserver, etcd), built or installed once
+    per machine: deploy/kubernetes/cluster.py's ``tool`` (tools.sh, asked once
+    per name)."""
+    return str(cluster_module().tool(name))
 
 
 class KubeAPIServer:

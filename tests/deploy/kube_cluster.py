@@ -7,39 +7,43 @@ broker on the bridge), the project's image and a plugin image imported into the
 node, ``cluster.sh down`` at the end, which must leave nothing behind. The
 tests act as an operator does, through ``helm`` and ``kubectl`` only; they read
 Kafka from the host, where the broker listens on the bridge's address, and
-reach Services from the host through kube-proxy's rules.
+reach Services from the host through kube-proxy's rules. Which worker leads is
+what the worker pods agree on (:func:`leader_pod`, support.cluster's
+``agreed_leader``), each asked at its pod IP on the bridge: their advertised
+names resolve only inside the cluster.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
-import importlib.util
 import json
 import os
 import socket
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import httpx
 from confluent_kafka import Consumer, IsolationLevel, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
+from support import REPO
+from support.cluster import LeaderView, agreed_leader
 from support.kafka import wait_for
+from support.kube_script import cluster_module
 
+from connect_runtime.java_properties import parse_properties
 from connect_runtime.tools.verify import Report, verify_topics
 
-REPO = Path(__file__).resolve().parents[2]
 CLUSTER_SH = REPO / "deploy" / "kubernetes" / "cluster.sh"
 CHART = REPO / "deploy" / "helm" / "connect-runtime"
 PLUGIN_IMAGE = "localhost/connect-runtime-test/plugins:1"
 PLUGIN_CLASS = "k8s_test_plugins.PluginSequenceConnector"
+WORKERS = "app.kubernetes.io/component=worker"  # the chart's worker pods
+REST_PORT = 8083  # the chart's connect.restPort
 PLUGIN_SOURCE = '''\
 """A connector package brought into the workers by the chart's plugins.images."""
 from connect_runtime.connectors.sequence import SequenceSourceConnector
@@ -48,19 +52,6 @@ from connect_runtime.connectors.sequence import SequenceSourceConnector
 class PluginSequenceConnector(SequenceSourceConnector):
     """The bundled sequence connector, found through plugin.path."""
 '''
-
-
-@functools.cache
-def cluster_module() -> ModuleType:
-    """deploy/kubernetes/cluster.py, which is a script rather than a package."""
-    spec = importlib.util.spec_from_file_location("connect_runtime_cluster",
-                                                  REPO / "deploy" / "kubernetes" / "cluster.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    # Registered before it runs: its dataclasses look their module up by name.
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def cluster_sh(*args: str, env: dict[str, str] | None = None,
@@ -319,22 +310,48 @@ def pod_of(worker: str | None) -> str | None:
 
 
 def release_properties(kube: Kube, namespace: str, fullname: str) -> dict[str, str]:
-    """A release's worker.properties, from its ConfigMap."""
+    """A release's worker.properties, from its ConfigMap, read as the worker reads it."""
     data = kube.get("configmap", "-n", namespace, fullname)["data"]
-    lines = [line.split("=", 1) for line in data["worker.properties"].splitlines()
-             if "=" in line and not line.lstrip().startswith("#")]
-    return {key.strip(): value.strip() for key, value in lines}
+    return parse_properties(data["worker.properties"], f"{namespace}/{fullname}")
 
 
-def leader_pod(url: str, client: httpx.Client | None = None) -> str:
-    """The leading worker's pod name, from GET /internal/leader."""
-    def ask() -> str | None:
-        try:
-            leader = rest("GET", f"{url}/internal/leader", client).json().get("leader_url")
-        except (httpx.HTTPError, ValueError):
-            return None
-        return str(leader).split("://", 1)[-1].split(".", 1)[0] if leader else None
-    found: str = wait_for(ask, 120, "a leader", interval=0.5)
+def worker_pods(kube: Kube, namespace: str, selector: str) -> dict[str, str]:
+    """Name -> pod IP of the pods of ``selector`` that run and are not being deleted."""
+    return {p["metadata"]["name"]: p["status"]["podIP"] for p in kube.pods(namespace, selector)
+            if p["metadata"].get("deletionTimestamp") is None
+            and p.get("status", {}).get("phase") == "Running" and p["status"].get("podIP")}
+
+
+def pod_leader_view(client: httpx.Client, url: str) -> tuple[str, LeaderView | None]:
+    """A worker's own URL (the one it advertises, which others name) and its
+    view of the leader, asked at ``url``; ``url`` and None if it did not answer."""
+    try:
+        body = client.get(f"{url}/internal/leader", timeout=5).json()
+    except (httpx.HTTPError, ValueError):
+        return url, None
+    return str(body.get("worker_url")), LeaderView(body.get("leader_url"),
+                                                   bool(body.get("is_leader")))
+
+
+def leader_pod(kube: Kube, namespace: str, selector: str = WORKERS, scheme: str = "http",
+               port: int = REST_PORT,
+               client: Callable[[str], httpx.Client] = lambda pod: httpx.Client(),
+               timeout: float = 120) -> str:
+    """The leading worker's pod name, once the worker pods agree on it
+    (support.cluster's ``agreed_leader``): every running pod of ``selector``,
+    asked at its own IP on the bridge (its advertised name resolves only inside
+    the cluster), names the same worker, and that worker says it leads.
+    ``client(pod)`` makes the client a pod is asked with (TLS naming the pod,
+    credentials)."""
+    def agreed() -> str | None:
+        views: dict[str, LeaderView | None] = {}
+        for pod, ip in worker_pods(kube, namespace, selector).items():
+            with client(pod) as asking:
+                url, view = pod_leader_view(asking, f"{scheme}://{ip}:{port}")
+            views[url] = view
+        return pod_of(agreed_leader(views))
+    found: str = wait_for(agreed, timeout, f"the worker pods of {selector} in {namespace} "
+                          "to agree on a leader", interval=1)
     return found
 
 

@@ -78,7 +78,7 @@ def test_every_query_names_metrics_the_worker_exports() -> None:
         queried |= set(METRIC.findall(json.dumps(variable.get("query", ""))))
     assert queried, "no query names a metric"
     assert queried <= exported, f"not exported: {sorted(queried - exported)}"
-    # The dashboard covers each group of the issue: worker, throughput, KIP-618, errors.
+    # The dashboard covers each group of metrics: worker, throughput, KIP-618, errors.
     for needed in ("kafka_connect_worker_tasks_by_state",
                    "kafka_connect_source_task_source_record_write_rate",
                    "kafka_connect_source_task_transaction_size_avg",

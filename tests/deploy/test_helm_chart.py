@@ -33,7 +33,7 @@ from chart import (
     values_args,
     worker_properties,
 )
-from kube_apiserver import REPO
+from support import REPO
 
 from connect_runtime.config.connector_files import scan_directory
 

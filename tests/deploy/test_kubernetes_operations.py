@@ -453,7 +453,8 @@ def test_upgrade_from_preparing_to_enabled_with_a_connector_running(
     create_sequence(url, name, topic)
     wait_task_running(url, name, 180)
     wait_progress(kube.kafka, topic, PARTITIONS, 500, 180)
-    print(f"\n[preparing -> enabled] leader before: {leader_pod(url)}")
+    print(f"\n[preparing -> enabled] leader before: "
+          f"{leader_pod(kube, release.namespace, release.selector)}")
 
     elections, stall = upgrade_and_watch(
         "preparing -> enabled", kube, release, name, topic,
@@ -481,7 +482,7 @@ def test_config_change_upgrade_leader_moves(kube: Kube, release: Release) -> Non
     wait_task_running(url, name, 180)
     wait_progress(kube.kafka, topic, PARTITIONS, 500, 180)
     print(f"\n[config change] exactly.once.source.support={mode}, leader before: "
-          f"{leader_pod(url)}")
+          f"{leader_pod(kube, release.namespace, release.selector)}")
 
     elections, stall = upgrade_and_watch(
         "config change", kube, release, name, topic,
@@ -509,7 +510,7 @@ def test_drain_is_held_to_one_worker_by_the_disruption_budget(
     wait_task_running(url, name, 180)
     wait_progress(kube.kafka, topic, PARTITIONS, 500, 180)
     kube.wait_ready(namespace, release.selector, 3, 300)
-    leader = leader_pod(url)
+    leader = leader_pod(kube, release.namespace, release.selector)
     before = {p["metadata"]["name"]: p["metadata"]["uid"]
               for p in kube.pods(namespace, release.selector)}
     # The budget's controller counts the pods a moment after they are Ready.

@@ -15,12 +15,12 @@ pod's IP on the bridge):
   with one; a connector created on the worker that does not lead is forwarded
   to the leader over HTTPS (the follower's log says so) and delivers exactly
   once.
-* ``TestBadInputAndFaults`` (issue 27): a broker the pod cannot reach keeps it
-  Running, not Ready, never restarted, saying why in its log, in ``/health``
-  and in its events, until ``helm upgrade`` gives it a reachable one; a
-  ``connector.class`` the plugin image lacks is refused naming the class and
-  the plugin.path searched; a value the schema refuses fails ``helm install``
-  before anything is created.
+* ``TestBadInputAndFaults`` (decision 54 in docs/architecture.md): a broker the
+  pod cannot reach keeps it Running, not Ready, never restarted, saying why in
+  its log, in ``/health`` and in its events, until ``helm upgrade`` gives it a
+  reachable one; a ``connector.class`` the plugin image lacks is refused naming
+  the class and the plugin.path searched; a value the schema refuses fails
+  ``helm install`` before anything is created.
 """
 
 from __future__ import annotations
@@ -235,8 +235,10 @@ class TestSecuredRest:
     def test_a_connector_created_on_the_follower_is_forwarded_over_https_and_runs_exactly_once(
             self, kube: Kube, secured: Secured) -> None:
         auth = ("admin", "s3cret")
-        with tls_client(secured.pki, secured.service_name, auth) as service:
-            leader = leader_pod(secured.service_url, service)
+        # Each pod asked at its IP, over TLS naming the pod, as the others reach it.
+        leader = leader_pod(kube, secured.namespace, WORKERS, "https",
+                            client=lambda pod: tls_client(secured.pki, secured.pod_name(pod),
+                                                          auth))
         pods = {p["metadata"]["name"]: p["status"]["podIP"]
                 for p in kube.pods(secured.namespace, WORKERS)}
         assert leader in pods, (leader, pods)
@@ -304,7 +306,7 @@ class TestSecuredRest:
                   f"failed probe or a restart")
 
 
-# -- 2. bad input and faults (issue 27) -----------------------------------------------
+# -- 2. bad input and faults (decision 54) --------------------------------------------
 
 
 def unused_port(host: str) -> int:

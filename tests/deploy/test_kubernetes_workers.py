@@ -4,7 +4,8 @@ One release with the chart's default values (the broker's address, one
 replica of the internal topics for the one broker, ``pullPolicy: Never`` since
 nothing may pull, and a plugin image), installed into a namespace that
 enforces Pod Security ``restricted``. Then, through ``helm``, ``kubectl`` and
-the client Service only:
+the client Service only (and each worker pod's own IP, to find the leader the
+pods agree on):
 
 * three worker pods become Ready through the chart's own probes; the REST API
   answers through the Service; a connector from the plugin image (copied in by
@@ -129,7 +130,7 @@ def test_the_leader_lost_resumes_exactly_once(kube: Kube, release: Release, faul
     name, topic = f"leader-{fault}", f"leader-{fault}-{uuid.uuid4().hex[:6]}"
     create_sequence(url, name, topic, **{"rate.per.sec": "2000"})
     status = wait_task_running(url, name, 120)
-    leader = leader_pod(url)
+    leader = leader_pod(kube, release.namespace, WORKERS)
     assert leader in status["tasks"][0]["worker_id"], (leader, status)
     wait_progress(kube.kafka, topic, 2, 2000, 120)
     before = kube.get("pod", "-n", release.namespace, leader)
@@ -161,7 +162,7 @@ def test_the_leader_lost_resumes_exactly_once(kube: Kube, release: Release, faul
     wait_progress(kube.kafka, topic, 2, resumed_at, 180)
     to_progress = time.monotonic() - faulted
     moved = wait_task_running(url, name, 60)
-    new_leader = leader_pod(url)
+    new_leader = leader_pod(kube, release.namespace, WORKERS)
     assert new_leader in moved["tasks"][0]["worker_id"], (new_leader, moved)
     # Static membership: the leader's place waited for its own worker, and
     # nobody else was elected in between.
@@ -206,7 +207,7 @@ def test_a_source_at_full_rate_stays_within_the_pods_memory(
     create_sequence(url, name, topic, **{"tasks.max": "2", "batch.size": "1000",
                                          "record.size.bytes": "1000"})
     wait_task_running(url, name, 120)
-    leader = leader_pod(url)
+    leader = leader_pod(kube, release.namespace, WORKERS)
     # The leader may be a worker an earlier test restarted (the SIGKILL above):
     # what counts is that nothing restarts during this run.
     before = kube.get("pod", "-n", release.namespace, leader)["status"]["containerStatuses"][0]

@@ -18,6 +18,7 @@ import pytest
 from confluent_kafka import KafkaException, Producer
 from support.cluster import Cluster
 from support.kafka import create_topic, free_port, read_topic, sequences, wait_for
+from support.offsets import committed
 from support.workers import WorkerProcess
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
@@ -62,10 +63,6 @@ def stop_and_wait(worker: WorkerProcess, name: str) -> None:
     assert worker.rest("PUT", f"/connectors/{name}/stop").status_code == 204
     wait_for(lambda: worker.status(name).get("connector", {}).get("state") == "STOPPED", 60,
              f"{name} to stop")
-
-
-def committed(bootstrap: str, topic: str) -> int:
-    return len(read_topic(bootstrap, topic))
 
 
 def test_three_workers_elect_one_leader_and_followers_forward(

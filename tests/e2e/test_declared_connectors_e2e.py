@@ -23,19 +23,17 @@ from typing import Any
 import pytest
 from support.cluster import Cluster
 from support.kafka import create_topic, free_port, wait_for
+from support.offsets import committed_offsets
 from support.workers import WorkerProcess
 
 SEQ = "SequenceSourceConnector"
 PARTITIONS = 2
 
 
-def committed(worker: WorkerProcess, name: str) -> dict[int, int]:
+def next_seqs(worker: WorkerProcess, name: str) -> dict[int, int]:
     """Source partition -> committed next seq, as GET .../offsets reports it."""
-    r = worker.rest("GET", f"/connectors/{name}/offsets")
-    if r.status_code != 200:
-        return {}
-    return {o["partition"]["sequence.partition"]: o["offset"]["seq"]
-            for o in r.json()["offsets"]}
+    offsets = committed_offsets(worker, name, "sequence.partition") or {}
+    return {partition: offset["seq"] for partition, offset in offsets.items()}
 
 
 def verify(bootstrap: str, topic: str) -> str:
@@ -73,7 +71,7 @@ def test_standalone_survives_sigkill_mid_transaction_exactly_once_and_applies_a_
         status = worker.status(name)
         assert status["declared_by"] == str(connector_file), status
         # Mid-run: transactions of 700 records at 3,000 records/s are open most of the time.
-        wait_for(lambda: min(committed(worker, name).values(), default=0) >= 2000, 90,
+        wait_for(lambda: min(next_seqs(worker, name).values(), default=0) >= 2000, 90,
                  f"{name} to commit 2,000 records per partition")
         worker.signal_tree(signal.SIGKILL)
         assert worker.proc is not None and worker.proc.wait(30) == -signal.SIGKILL
@@ -84,7 +82,7 @@ def test_standalone_survives_sigkill_mid_transaction_exactly_once_and_applies_a_
         wait_for(lambda: worker.rest("GET", f"/connectors/{name}/config").json()
                  .get("batch.size") == "200", 60, f"{name}'s changed file to be applied")
         assert worker.rest("GET", f"/connectors/{name}/config").json()["rate.per.sec"] == "0"
-        wait_for(lambda: committed(worker, name) == {k: last for k in range(PARTITIONS)}, 180,
+        wait_for(lambda: next_seqs(worker, name) == {k: last for k in range(PARTITIONS)}, 180,
                  f"{name} to commit all {last} records of each partition", interval=1)
         verify(kafka_bootstrap, topic)
     finally:

@@ -187,7 +187,7 @@ def doc_worker(kafka_bootstrap: str, site: Path,
         assert code == 0, f"worker exited with {code} on SIGTERM:\n{worker.tail()}"
 
 
-class Scenario:
+class DocExampleRun:
     """One example being run: its substitutions, what it started and created.
 
     A scenario with ``worker`` blocks runs a worker of its own, those blocks
@@ -523,7 +523,7 @@ def test_the_example_runs_as_written(name: str, doc_worker: DocWorker, site: Pat
         server: PostgresServer = request.getfixturevalue("postgres")
         return server
 
-    scenario = Scenario(name, SCENARIOS[name], doc_worker, site, tmp_path, postgres)
+    scenario = DocExampleRun(name, SCENARIOS[name], doc_worker, site, tmp_path, postgres)
     failure: AssertionError | None = None
     try:
         scenario.run()

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from support.kafka import create_topic, free_port, read_topic, wait_for
+from support.offsets import committed
 from support.workers import WorkerProcess
 
 SEQ = "SequenceSourceConnector"
@@ -183,10 +184,6 @@ def wait_for_line(worker: WorkerProcess, pattern: str, what: str) -> None:
     wait_for(lambda: re.search(pattern, worker.log_path.read_text(errors="replace")), 60, what)
 
 
-def committed(worker: WorkerProcess, topic: str) -> int:
-    return len(read_topic(worker.bootstrap, topic))
-
-
 def uncommitted(worker: WorkerProcess, topic: str) -> int:
     return len(read_topic(worker.bootstrap, topic, "read_uncommitted"))
 
@@ -223,7 +220,7 @@ def test_restarts_and_fencing_leave_no_unexplained_warnings(
         assert worker.rest("PUT", f"/connectors/{name}/config", json=config).status_code == 201
         worker.wait_tasks(name, "RUNNING", 1)
         wait_for(lambda: uncommitted(worker, topic) >= 100, 60, "records in the open transaction")
-        assert committed(worker, topic) == 0
+        assert committed(worker.bootstrap, topic) == 0
         slot = next(s for s in worker.slots() if s["connector"] == name)
         os.kill(slot["pid"], signal.SIGKILL)
         worker.wait_tasks(name, "FAILED", 1)
@@ -236,16 +233,16 @@ def test_restarts_and_fencing_leave_no_unexplained_warnings(
                           f"task {name}-0 started (restart {restart})")
             wait_for_more_records(worker, topic, f"records of restart {restart}")
         # The graceful stops committed: the restarted task's records are readable.
-        assert committed(worker, topic) > 0
+        assert committed(worker.bootstrap, topic) > 0
 
         # Two tasks: the leader fences the first generation's producer (KIP-618).
-        before = committed(worker, topic)
+        before = committed(worker.bootstrap, topic)
         r = worker.rest("PUT", f"/connectors/{name}/config", json={**config, "tasks.max": "2"})
         assert r.status_code == 200, r.text
         wait_for_line(worker, rf"INFO fenced 1 producer\(s\) of connector {re.escape(name)} ",
                       "the first generation's producer fenced")
         worker.wait_tasks(name, "RUNNING", 2)
-        assert committed(worker, topic) > before  # the stop before fencing committed
+        assert committed(worker.bootstrap, topic) > before  # the stop before fencing committed
         wait_for_more_records(worker, topic, "records of the reconfigured tasks")
     finally:
         code = worker.stop()

@@ -14,6 +14,7 @@ from typing import Any
 
 import orjson
 from support.kafka import create_topic, read_topic, sequences, transaction_sizes, wait_for
+from support.offsets import wait_committed
 from support.workers import WorkerProcess
 
 from connect_runtime.connectors.sequence import expected_aborted
@@ -26,16 +27,6 @@ def create(worker: WorkerProcess, name: str, config: dict[str, str]) -> dict[str
     assert r.status_code == 201, r.text
     assert r.headers["location"] == f"/connectors/{name}"
     return dict(r.json())
-
-
-def committed_seqs(bootstrap: str, topic: str, want: int,
-                   timeout: float = 90) -> dict[int, list[int]]:
-    def enough() -> dict[int, list[int]] | None:
-        got = sequences(read_topic(bootstrap, topic))
-        return got if sum(len(v) for v in got.values()) >= want else None
-    result: dict[int, list[int]] = wait_for(enough, timeout, f"{want} committed records in {topic}",
-                                            interval=1)
-    return result
 
 
 def test_poll_boundary_delivers_each_record_once_with_rest_shapes(
@@ -53,7 +44,7 @@ def test_poll_boundary_delivers_each_record_once_with_rest_shapes(
     assert duplicate.json() == {"error_code": 409, "message": f"Connector {name} already exists"}
 
     worker.wait_tasks(name, "RUNNING", 2)
-    seqs = committed_seqs(worker.bootstrap, topic, 800)
+    seqs = sequences(wait_committed(worker, topic, 800, 90))
     assert seqs == {0: list(range(400)), 1: list(range(400))}
 
     status = worker.status(name)
@@ -89,7 +80,7 @@ def test_interval_boundary_commits_by_time(
                           "batch.size": "10", "rate.per.sec": "300",
                           "transaction.boundary": "interval",
                           "transaction.boundary.interval.ms": "500"})
-    seqs = committed_seqs(worker.bootstrap, topic, 600)
+    seqs = sequences(wait_committed(worker, topic, 600, 90))
     assert seqs == {0: list(range(600))}
     sizes = transaction_sizes([r["offset"] for r in read_topic(worker.bootstrap, topic)])
     # ~2 s of records at 300/s cut every 500 ms: a handful of ~150-record transactions,
@@ -110,7 +101,7 @@ def test_connector_defined_aborts_are_invisible_and_their_offsets_commit(
                           "commit.every.records": "10", "abort.every.transactions": "3"})
     expected = [s for s in range(300) if not expected_aborted(s, 10, 3)]
     assert len(expected) == 200
-    seqs = committed_seqs(worker.bootstrap, topic, 200)
+    seqs = sequences(wait_committed(worker, topic, 200, 90))
     assert seqs == {0: expected}
     # Aborted records did reach the broker, in transactions that never committed.
     uncommitted = set(sequences(read_topic(worker.bootstrap, topic, "read_uncommitted"))[0])
@@ -155,7 +146,7 @@ def test_sigkill_of_the_executor_mid_transaction_loses_and_duplicates_nothing(
              >= produced + 300, 60, "the restarted task to produce its 300 records again")
     # Stopping commits the open transaction (graceful stop, final commit).
     assert worker.rest("PUT", f"/connectors/{name}/stop").status_code == 204
-    assert committed_seqs(worker.bootstrap, topic, 300) == {0: list(range(300))}
+    assert sequences(wait_committed(worker, topic, 300, 90)) == {0: list(range(300))}
     assert worker.rest("GET", f"/connectors/{name}/offsets").json() == {
         "offsets": [{"partition": {"sequence.partition": 0}, "offset": {"seq": 300}}]}
 
@@ -166,7 +157,7 @@ def test_per_connector_offsets_topic_is_used_and_mirrored_to_the_global_one(
     create_topic(worker.bootstrap, topic)
     create(worker, name, {"connector.class": SEQ, "topic": topic, "max.records": "100",
                           "batch.size": "25", "offsets.storage.topic": own})
-    assert committed_seqs(worker.bootstrap, topic, 100) == {0: list(range(100))}
+    assert sequences(wait_committed(worker, topic, 100, 90)) == {0: list(range(100))}
     key = orjson.dumps([name, {"sequence.partition": 0}])
 
     def last_offset(offsets_topic: str) -> Any:
@@ -191,7 +182,7 @@ def test_a_failing_task_is_failed_with_its_trace_and_keeps_what_it_committed(
     trace = worker.status(name)["tasks"][0]["trace"]
     assert "RuntimeError: boom: failing task gave up at seq 10" in trace
     assert f"Task {name}-0" in trace
-    assert committed_seqs(worker.bootstrap, topic, 10) == {0: list(range(10))}
+    assert sequences(wait_committed(worker, topic, 10, 90)) == {0: list(range(10))}
     # A restart resumes from the committed offset: fails again, duplicates nothing.
     assert worker.rest("POST", f"/connectors/{name}/tasks/0/restart").status_code == 204
     worker.wait_tasks(name, "FAILED", 1)

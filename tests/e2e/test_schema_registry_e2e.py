@@ -30,7 +30,8 @@ from confluent_kafka.schema_registry.json_schema import JSONDeserializer
 from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 from google.protobuf import json_format
-from support.kafka import create_topic, free_port, read_topic, wait_for
+from support.kafka import create_topic, free_port, wait_for
+from support.offsets import committed, committed_values
 from support.postgres import Database
 from support.registry import RegistryProxy, SchemaRegistry, compile_proto
 from support.workers import WorkerProcess
@@ -93,10 +94,6 @@ def create(worker: WorkerProcess, name: str, config: dict[str, str]) -> None:
     worker.wait_tasks(name, "RUNNING", 1)
 
 
-def committed(bootstrap: str, topic: str) -> list[bytes]:
-    return [r["value"] for r in read_topic(bootstrap, topic, decode=bytes)]
-
-
 def test_avro_protobuf_and_json_schema_decode_with_independent_readers(
         kafka_bootstrap: str, worker: WorkerProcess, db: Database,
         schema_registry: SchemaRegistry, unique_name: Callable[[str], str],
@@ -124,7 +121,7 @@ def test_avro_protobuf_and_json_schema_decode_with_independent_readers(
         "topic": file_topic, "exactly.once.support": "required", "value.converter": AVRO,
         "value.converter.schema.registry.url": schema_registry.url})
     for topic_name in [*(p + name for p in prefixes.values()), file_topic]:
-        wait_for(lambda t=topic_name: len(committed(kafka_bootstrap, t)) == 30,  # type: ignore[misc]
+        wait_for(lambda t=topic_name: committed(kafka_bootstrap, t, decode=bytes) == 30,  # type: ignore[misc]
                  90, f"30 records in {topic_name}")
 
     client = SchemaRegistryClient({"url": schema_registry.url})
@@ -133,18 +130,18 @@ def test_avro_protobuf_and_json_schema_decode_with_independent_readers(
     topic = prefixes["avro"] + name
     avro = AvroDeserializer(client)
     got = [avro(v, SerializationContext(topic, MessageField.VALUE))
-           for v in committed(kafka_bootstrap, topic)]
+           for v in committed_values(kafka_bootstrap, topic, decode=bytes)]
     assert [(r["id"], r["customer"], r["note"], str(r["amount"])) for r in got] == want
     assert got[0]["updated"].isoformat() == "2024-03-04T05:06:07.890000+00:00"
 
     got_lines = [avro(v, SerializationContext(file_topic, MessageField.VALUE))
-                 for v in committed(kafka_bootstrap, file_topic)]
+                 for v in committed_values(kafka_bootstrap, file_topic, decode=bytes)]
     assert got_lines == [f"line {i} ✓" for i in range(30)]
 
     topic = prefixes["json"] + name
     json_reader = JSONDeserializer(None, schema_registry_client=client)
     got = [json_reader(v, SerializationContext(topic, MessageField.VALUE))
-           for v in committed(kafka_bootstrap, topic)]
+           for v in committed_values(kafka_bootstrap, topic, decode=bytes)]
     assert [(r["id"], r["customer"], r["note"]) for r in got] == [w[:3] for w in want]
     assert got[0]["updated"] == 1709528767890  # Connect's Timestamp: epoch milliseconds
 
@@ -154,7 +151,7 @@ def test_avro_protobuf_and_json_schema_decode_with_independent_readers(
         compile_proto(registered.schema.schema_str, tmp_path, name),
         {"use.deprecated.format": False})
     got = [json_format.MessageToDict(proto_reader(v, None), preserving_proto_field_name=True)
-           for v in committed(kafka_bootstrap, topic)]
+           for v in committed_values(kafka_bootstrap, topic, decode=bytes)]
     assert [(int(r["id"]), r["customer"], r.get("note") or None) for r in got] == [
         w[:3] for w in want]
     assert got[0]["updated"] == "2024-03-04T05:06:07.890Z"
@@ -172,7 +169,7 @@ def test_schema_evolution_under_backward_compatibility(
     db.insert(table, *({"customer": f"c{i}", "updated": STAMP}
                        for i in range(5)))
     create(worker, connector, sql_connector(db, name, f"{name}-", AVRO, schema_registry.url))
-    wait_for(lambda: len(committed(kafka_bootstrap, topic)) == 5, 90, "5 records")
+    wait_for(lambda: committed(kafka_bootstrap, topic, decode=bytes) == 5, 90, "5 records")
     client = SchemaRegistryClient({"url": schema_registry.url})
     client.set_compatibility(subject, "BACKWARD")
 
@@ -182,12 +179,12 @@ def test_schema_evolution_under_backward_compatibility(
     time.sleep(1.5)  # table.poll.interval.ms: the task sees the new column
     db.insert(table, *({"customer": f"c{i}", "note": f"n{i}", "updated": STAMP}
                        for i in range(5, 10)))
-    wait_for(lambda: len(committed(kafka_bootstrap, topic)) == 10, 90, "10 records")
+    wait_for(lambda: committed(kafka_bootstrap, topic, decode=bytes) == 10, 90, "10 records")
     assert client.get_versions(subject) == [1, 2]
     assert worker.task_states(connector) == ["RUNNING"]
     avro = AvroDeserializer(client)
     decoded = [avro(v, SerializationContext(topic, MessageField.VALUE))
-               for v in committed(kafka_bootstrap, topic)]
+               for v in committed_values(kafka_bootstrap, topic, decode=bytes)]
     assert [d.get("note") for d in decoded] == [None] * 5 + [f"n{i}" for i in range(5, 10)]
 
     # A NOT NULL column: a field without a default, which BACKWARD refuses.
@@ -202,7 +199,7 @@ def test_schema_evolution_under_backward_compatibility(
     assert "registered versions [1, 2], compatibility BACKWARD" in trace, trace
     assert schema_registry.url in trace and "qty" in trace, trace
     time.sleep(2)  # nothing of the refused batch may surface, even late
-    assert len(committed(kafka_bootstrap, topic)) == 10
+    assert committed(kafka_bootstrap, topic, decode=bytes) == 10
     assert client.get_versions(subject) == [1, 2]
     client.close()
 
@@ -257,7 +254,7 @@ def test_an_unreachable_registry_fails_the_task_and_loses_nothing(
                "value.converter.max.retries": "1", "value.converter.retries.wait.ms": "100",
                "errors.retry.timeout": "1000", "errors.tolerance": "all"}))
         writer.start()
-        wait_for(lambda: len(committed(kafka_bootstrap, topic)) >= 30, 90, "30 records")
+        wait_for(lambda: committed(kafka_bootstrap, topic, decode=bytes) >= 30, 90, "30 records")
 
         # A restarted task has no schema id yet: it must ask the registry, which is gone.
         proxy.cut()
@@ -272,16 +269,16 @@ def test_an_unreachable_registry_fails_the_task_and_loses_nothing(
         trace = wait_for(failed_trace, 60, "the task to fail without its registry",
                          interval=0.1)
         assert url in trace and "could not be reached" in trace, trace
-        stalled = len(committed(kafka_bootstrap, topic))
+        stalled = committed(kafka_bootstrap, topic, decode=bytes)
         time.sleep(2)
         # errors.tolerance=all did not skip a record: nothing was written meanwhile.
-        assert len(committed(kafka_bootstrap, topic)) == stalled
+        assert committed(kafka_bootstrap, topic, decode=bytes) == stalled
 
         proxy.restore()  # errors.restart.policy brings the task back
-        wait_for(lambda: len(committed(kafka_bootstrap, topic)) >= stalled + 30, 90,
+        wait_for(lambda: committed(kafka_bootstrap, topic, decode=bytes) >= stalled + 30, 90,
                  "records again after the registry came back")
         written = writer.stop()
-        wait_for(lambda: len(committed(kafka_bootstrap, topic)) == written, 90,
+        wait_for(lambda: committed(kafka_bootstrap, topic, decode=bytes) == written, 90,
                  f"all {written} rows")
     finally:
         writer.stopping.set()
@@ -290,7 +287,7 @@ def test_an_unreachable_registry_fails_the_task_and_loses_nothing(
     client = SchemaRegistryClient({"url": schema_registry.url})
     avro = AvroDeserializer(client)
     ids = [avro(v, SerializationContext(topic, MessageField.VALUE))["id"]
-           for v in committed(kafka_bootstrap, topic)]
+           for v in committed_values(kafka_bootstrap, topic, decode=bytes)]
     assert ids == list(range(1, written + 1)), "a row lost, duplicated or out of order"
     client.close()
 
@@ -323,12 +320,13 @@ def test_registry_credentials_come_from_a_config_provider(
         create(worker, connector, sql_connector(db, name, f"{name}-", AVRO, registry.url, **{
             "value.converter.basic.auth.credentials.source": "USER_INFO",
             "value.converter.basic.auth.user.info": placeholder}))
-        wait_for(lambda: len(committed(kafka_bootstrap, topic)) == 5, 90, "5 records")
+        wait_for(lambda: committed(kafka_bootstrap, topic, decode=bytes) == 5, 90, "5 records")
         client = SchemaRegistryClient({"url": registry.url,
                                        "basic.auth.user.info": f"connect:{password}"})
         avro = AvroDeserializer(client)
         assert [avro(v, SerializationContext(topic, MessageField.VALUE))["customer"]
-                for v in committed(kafka_bootstrap, topic)] == [f"c{i}" for i in range(5)]
+                for v in committed_values(kafka_bootstrap, topic, decode=bytes)] == [
+            f"c{i}" for i in range(5)]
         client.close()
         config = worker.rest("GET", f"/connectors/{connector}/config").json()
         assert config["value.converter.basic.auth.user.info"] == placeholder

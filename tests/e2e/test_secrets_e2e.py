@@ -1,4 +1,4 @@
-"""Secrets behind config providers, on a real worker and broker (issue 15, "Secrets").
+"""Secrets behind config providers, on a real worker and broker (docs/security.md#secrets).
 
 A worker with ``config.providers=file,env`` (the variable set in its environment,
 which Spark's local executors inherit) runs ``SecretsSourceConnector``, whose

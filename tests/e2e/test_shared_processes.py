@@ -12,12 +12,12 @@ graceful timeout), and what was committed has no gap and no duplicate.
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import Callable
 from typing import Any
 
 from support.kafka import create_topic, read_topic, sequences, wait_for
+from support.processes import alive
 from support.workers import WorkerProcess
 
 TASKS = 4
@@ -33,14 +33,6 @@ def _offsets(worker: WorkerProcess, name: str) -> dict[int, int]:
 
 def _slots(worker: WorkerProcess, name: str) -> dict[int, dict[str, Any]]:
     return {int(s["task"]): s for s in worker.slots() if s["connector"] == name}
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 def test_tasks_sharing_a_process_are_isolated_from_a_blocked_and_a_failed_one(
@@ -97,7 +89,7 @@ def test_tasks_sharing_a_process_are_isolated_from_a_blocked_and_a_failed_one(
         r = worker.rest("DELETE", f"/connectors/{name}")
         assert r.status_code == 204, r.text
         deleted = True
-        wait_for(lambda: not _alive(pid), 90, f"process {pid} of the shared slot to end")
+        wait_for(lambda: not alive(pid), 90, f"process {pid} of the shared slot to end")
     finally:
         if not deleted:
             worker.rest("DELETE", f"/connectors/{name}")

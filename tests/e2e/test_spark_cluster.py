@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 from support.cluster import Cluster
 from support.kafka import create_topic, free_port, read_topic, wait_for
+from support.offsets import committed
 from support.spark_standalone import (  # noqa: F401 (fixture)
     SparkStandaloneCluster,
     spark_cluster_module_fixture,
@@ -57,10 +58,6 @@ def create_counting(worker: WorkerProcess, name: str, topic: str) -> None:
         # Transactions stay open for a while, so a kill lands inside one.
         "transaction.boundary": "interval", "transaction.boundary.interval.ms": "700"}})
     assert r.status_code == 201, r.text
-
-
-def committed(bootstrap: str, topic: str) -> int:
-    return len(read_topic(bootstrap, topic))
 
 
 def grows(bootstrap: str, topic: str, beyond: int, timeout: float = 120) -> int:

@@ -13,21 +13,13 @@ from pathlib import Path
 
 import pytest
 from support.kafka import create_topic, free_port, wait_for
-from support.processes import process_tree
+from support.processes import alive, process_tree
 from support.workers import WorkerProcess
 
 from connect_runtime import __version__
 
 SEQ = "SequenceSourceConnector"
 REPO = Path(__file__).resolve().parents[2]
-
-
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 def test_a_task_that_ignores_stop_is_cancelled_after_the_graceful_timeout(
@@ -42,7 +34,7 @@ def test_a_task_that_ignores_stop_is_cancelled_after_the_graceful_timeout(
     assert worker.rest("DELETE", f"/connectors/{name}").status_code == 204
     # task.shutdown.graceful.timeout.ms is 5 s: then Spark cancels the job and the
     # Python worker running the task is killed.
-    wait_for(lambda: not pid_alive(pid), 60, f"the stuck task's process {pid} to be killed")
+    wait_for(lambda: not alive(pid), 60, f"the stuck task's process {pid} to be killed")
     elapsed = time.monotonic() - started
     assert elapsed >= 4.5, f"killed after {elapsed:.1f}s, before the graceful timeout"
     assert all(s["connector"] != name for s in worker.slots())
@@ -176,15 +168,6 @@ def test_tasks_spark_has_no_slot_for_say_so_in_their_status(
         assert w.stop() == 0
 
 
-def running(pid: int) -> bool:
-    """The process exists and is not a zombie (a dead process not reaped yet)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-
-
 def test_a_killed_workers_task_processes_die_with_it(
         kafka_bootstrap: str, tmp_path: Path, unique_name: Callable[[str], str]) -> None:
     """SIGKILL of the worker process (what the OOM killer does): the Python
@@ -217,7 +200,7 @@ def test_a_killed_workers_task_processes_die_with_it(
                 os.kill(pid, signal.SIGSTOP)  # the JVM, PySpark's daemon
         w.signal(signal.SIGKILL)
         w.proc.wait(10)
-        wait_for(lambda: not any(running(pid) for pid in tasks), 30,
+        wait_for(lambda: not any(alive(pid) for pid in tasks), 30,
                  f"the task processes {tasks} to die with their worker")
     finally:
         for pid in tree:

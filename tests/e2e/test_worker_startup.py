@@ -1,5 +1,5 @@
 """A worker starts serving REST before it reaches Kafka, and waits for Kafka rather
-than exit: what Kubernetes probes and an operator see (issue 27).
+than exit: what Kubernetes probes and an operator see (decision 54 in docs/architecture.md).
 
 Real processes and real brokers: a port where nothing listens, a broker started
 after the worker (``support.kafka.Broker``), and the session's broker.

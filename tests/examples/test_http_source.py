@@ -53,7 +53,7 @@ def task_config(url: str, streams: str, batch_size: int = 10) -> dict[str, str]:
     return config
 
 
-def committed(offsets: Mapping[str, int]) -> list[tuple[dict[str, str], dict[str, int]]]:
+def as_committed(offsets: Mapping[str, int]) -> list[tuple[dict[str, str], dict[str, int]]]:
     """``{stream: id}`` as the committed offsets a task resumes from."""
     return [(source_partition(stream), {"after": after}) for stream, after in offsets.items()]
 
@@ -84,13 +84,13 @@ def test_a_task_emits_every_event_once_in_order_with_the_offset_of_the_next_read
                               feed.epoch + timedelta(seconds=value.id),
                               value.id % 4 == 0 or value.id % 7 == 0 or value.id == N)
         assert record.timestamp == int(value.created_at.timestamp() * 1000)
-    assert runner.offsets.items() == committed({"orders": N, "refunds": N})
+    assert runner.offsets.items() == as_committed({"orders": N, "refunds": N})
 
 
 def test_a_restarted_task_resumes_right_after_the_committed_event() -> None:
     with running(EventFeed(["orders", "refunds"], rate=0, max_events=N)) as server:
         config = task_config(server.url, "orders,refunds")
-        with TaskRunner(HttpSourceTask, config, offsets=committed({"orders": 17})) as runner:
+        with TaskRunner(HttpSourceTask, config, offsets=as_committed({"orders": 17})) as runner:
             runner.run(until=lambda: len(runner.committed_records()) >= 2 * N - 17)
     assert by_stream(runner.committed_records()) == {"orders": list(range(18, N + 1)),
                                                      "refunds": list(range(1, N + 1))}
@@ -139,7 +139,7 @@ def test_a_batch_rolled_back_while_the_task_reads_it_is_read_again_whole() -> No
     assert by_stream(runner.committed_records()) == {"orders": list(range(1, N + 1)),
                                                      "refunds": list(range(1, N + 1))}
     assert all(t.records[-1].value.end_of_batch for t in committed_txns)
-    assert runner.offsets.items() == committed({"orders": N, "refunds": N})
+    assert runner.offsets.items() == as_committed({"orders": N, "refunds": N})
 
 
 def test_without_connector_boundaries_a_rolled_back_batch_is_read_on() -> None:
@@ -180,7 +180,7 @@ def test_the_task_names_the_last_record_of_each_whole_batch() -> None:
     with running(EventFeed(["orders"], rate=0, max_events=N)) as server:
         config = task_config(server.url, "orders")
         task = HttpSourceTask()
-        task.initialize(MemoryTaskContext(config, committed({"orders": 5}), transactions))
+        task.initialize(MemoryTaskContext(config, as_committed({"orders": 5}), transactions))
         task.start(config)
         page = task.poll()  # events 6..15; batches end at 7, 8, 12 and 14
     assert page is not None and [r.value.id for r in page] == list(range(6, 16))

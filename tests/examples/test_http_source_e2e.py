@@ -31,11 +31,11 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from itertools import accumulate
 from pathlib import Path
-from typing import Any
 
 import pytest
 from http_source.server import event
-from support.kafka import free_port, read_topic, transaction_sizes, wait_for
+from support.kafka import free_port, transaction_sizes
+from support.offsets import wait_committed
 from support.workers import WorkerProcess
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "http_source"
@@ -79,23 +79,6 @@ def feed_url() -> Iterator[str]:
         proc.wait(10)
 
 
-def committed(worker: WorkerProcess, name: str, topic: str, want: int,
-              timeout: float = 60) -> list[dict[str, Any]]:
-    """At least ``want`` records of ``topic`` as read_committed; fails at once if a task fails."""
-    def enough() -> list[dict[str, Any]] | None:
-        failed = [t["trace"] for t in worker.status(name).get("tasks", [])
-                  if t["state"] == "FAILED"]
-        assert not failed, f"a task of {name} failed:\n{failed[0]}"
-        records = read_topic(worker.bootstrap, topic)
-        return records if len(records) >= want else None
-    try:
-        found: list[dict[str, Any]] = wait_for(enough, timeout, f"{want} records in {topic}",
-                                               interval=0.5)
-    except AssertionError as e:  # what the worker did is the diagnosis
-        raise AssertionError(f"{e}\n--- worker log ---\n{worker.tail(150)}") from None
-    return found
-
-
 def test_every_event_reaches_kafka_exactly_once_across_a_killed_worker(
         kafka_bootstrap: str, plugin_dir: Path, feed_url: str, tmp_path: Path,
         unique_name: Callable[[str], str]) -> None:
@@ -126,14 +109,14 @@ def test_every_event_reaches_kafka_exactly_once_across_a_killed_worker(
         created = worker.rest("POST", "/connectors", json=request)
         assert created.status_code == 201, created.text
 
-        before = committed(worker, name, topic, 200)
+        before = wait_committed(worker, topic, 200, connector=name, interval=0.5)
         assert len(before) < 2 * EVENTS, "every event was in before the kill: nothing to prove"
         worker.signal_tree(signal.SIGKILL)  # the worker, its Spark JVM, the running tasks
         assert worker.proc is not None
         worker.proc.wait(60)
         worker.start()  # same group.id: it reads the connector back from the config topic
 
-        records = committed(worker, name, topic, 2 * EVENTS, 90)
+        records = wait_committed(worker, topic, 2 * EVENTS, 90, connector=name, interval=0.5)
     finally:
         code = worker.stop()
         # The killed worker could not remove its staged plugin zips; the second one did.

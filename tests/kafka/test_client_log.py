@@ -8,6 +8,7 @@ import logging
 from collections.abc import Iterator
 
 import pytest
+from support.clock import FakeClock
 
 from connect_runtime.kafka.client_log import (
     PID_RETRY_WARN_AFTER_S,
@@ -66,14 +67,6 @@ def test_a_pause_ends_a_run_and_ended_runs_are_forgotten() -> None:
     assert len(retries) == 1
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 @pytest.fixture
 def records() -> Iterator[list[logging.LogRecord]]:
     logger = logging.getLogger("test.client_log")
@@ -91,7 +84,7 @@ def records() -> Iterator[list[logging.LogRecord]]:
 
 def test_the_client_log_demotes_retries_and_passes_everything_else(
         records: list[logging.LogRecord]) -> None:
-    clock = Clock()
+    clock = FakeClock()
     client_log = ClientLog(logging.getLogger("test.client_log"), clock)
     # As confluent-kafka calls it.
     client_log.log(logging.WARNING, "%s [%s] %s", "GETPID", CLIENT, RETRY)

@@ -89,7 +89,10 @@ class Observation:
 
 
 @dataclass
-class Scenario:
+class NetworkFaultRun:
+    """The lab's pipeline under network faults: the rounds of faults applied to it,
+    what each did (``table``) and what the suite saw on the way."""
+
     lab: Lab
     rng: random.Random
     table: FaultTable = field(default_factory=FaultTable)
@@ -551,31 +554,31 @@ class Scenario:
         return reports
 
 
-FAULTS: dict[str, Callable[[Scenario], None]] = {
-    "leader cut from broker": Scenario.leader_cut_from_broker,
-    "leader cut from workers": Scenario.leader_cut_from_workers,
-    "broker's answers to leader dropped": Scenario.broker_answers_to_leader_dropped,
-    "200 +- 100 ms, 5% loss to broker": Scenario.slow_lossy_links,
-    "broker SIGKILL during fencing": Scenario.broker_restart_during_fencing,
-    "commit racing the broker's timeout abort": Scenario.commit_racing_timeout_abort,
+FAULTS: dict[str, Callable[[NetworkFaultRun], None]] = {
+    "leader cut from broker": NetworkFaultRun.leader_cut_from_broker,
+    "leader cut from workers": NetworkFaultRun.leader_cut_from_workers,
+    "broker's answers to leader dropped": NetworkFaultRun.broker_answers_to_leader_dropped,
+    "200 +- 100 ms, 5% loss to broker": NetworkFaultRun.slow_lossy_links,
+    "broker SIGKILL during fencing": NetworkFaultRun.broker_restart_during_fencing,
+    "commit racing the broker's timeout abort": NetworkFaultRun.commit_racing_timeout_abort,
     "broker SIGKILL during task-count record write":
-        Scenario.broker_restart_during_task_count_write,
+        NetworkFaultRun.broker_restart_during_task_count_write,
 }
 
 
 # Faults of executor hosts, on a lab with a Spark standalone cluster (Lab(executor_hosts=2)).
-EXECUTOR_FAULTS: dict[str, Callable[[Scenario], None]] = {
-    "executor host cut from broker": Scenario.executor_cut_from_broker,
-    "executor host cut from its worker": Scenario.executor_cut_from_workers,
+EXECUTOR_FAULTS: dict[str, Callable[[NetworkFaultRun], None]] = {
+    "executor host cut from broker": NetworkFaultRun.executor_cut_from_broker,
+    "executor host cut from its worker": NetworkFaultRun.executor_cut_from_workers,
 }
 
 
-def run(lab: Lab, seed: int, rounds: int, only: Sequence[str] = ()) -> Scenario:
+def run(lab: Lab, seed: int, rounds: int, only: Sequence[str] = ()) -> NetworkFaultRun:
     """Every fault of the lab's kind (``EXECUTOR_FAULTS`` on a lab with executor
     hosts, else ``FAULTS``), or those of them named in ``only``, ``rounds`` times,
     in an order shuffled per round by ``seed``."""
     faults = EXECUTOR_FAULTS if lab.executor_hosts_wanted else FAULTS
-    scenario = Scenario(lab, random.Random(seed))
+    scenario = NetworkFaultRun(lab, random.Random(seed))
     scenario.start()
     try:
         for _ in range(rounds):

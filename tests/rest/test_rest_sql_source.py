@@ -2,7 +2,8 @@
 Kafka stores and Spark runner replaced by in-memory ones: nothing here is about Kafka).
 
 What a user sees when validating or creating the connector: each problem on the key
-to change, saying what to write instead (issue 29, items 5 and 6):
+to change, saying what to write instead (docs/sql-source.md, "Keys" and "Modes and
+exactly-once"):
 
 * ``mode=timestamp`` with ``exactly.once.support=required`` under the default
   transaction boundary names ``transaction.boundary=connector``, on

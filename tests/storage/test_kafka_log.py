@@ -11,7 +11,6 @@ from confluent_kafka.admin import AdminClient
 
 from connect_runtime.errors import ConfigException, ConnectError, KafkaTimeoutError
 from connect_runtime.kafka.clients import (
-    create_producer,
     producer_config,
     read_end_offsets,
 )
@@ -23,25 +22,6 @@ from connect_runtime.kafka.topics import (
 )
 
 Record = tuple[bytes | None, bytes | None, int, int]
-
-
-@pytest.fixture
-def producers(kafka_bootstrap: str) -> Iterator[Callable[..., Producer]]:
-    """Producers created through this fixture are flushed (or aborted) at teardown."""
-    made: list[Producer] = []
-
-    def make(transactional_id: str | None = None) -> Producer:
-        producer = create_producer({"bootstrap.servers": kafka_bootstrap},
-                                   transactional_id=transactional_id)
-        if transactional_id:
-            producer.init_transactions(30)
-        made.append(producer)
-        return producer
-
-    yield make
-    for producer in made:
-        producer.purge()
-        producer.flush(1)
 
 
 class Collector:

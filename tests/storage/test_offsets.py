@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import orjson
@@ -12,7 +12,6 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
 from connect_runtime.errors import DataException, InvalidOffsetException, KafkaTimeoutError
-from connect_runtime.kafka.clients import create_producer
 from connect_runtime.kafka.topics import ensure_topic
 from connect_runtime.storage.offsets.format import (
     deserialize_key,
@@ -54,24 +53,6 @@ def by_partition(offsets: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 @pytest.fixture
 def conf(kafka_bootstrap: str) -> dict[str, str]:
     return {"bootstrap.servers": kafka_bootstrap}
-
-
-@pytest.fixture
-def producers(kafka_bootstrap: str) -> Iterator[Callable[..., Producer]]:
-    made: list[Producer] = []
-
-    def make(transactional_id: str | None = None) -> Producer:
-        producer = create_producer({"bootstrap.servers": kafka_bootstrap},
-                                   transactional_id=transactional_id)
-        if transactional_id:
-            producer.init_transactions(30)
-        made.append(producer)
-        return producer
-
-    yield make
-    for producer in made:
-        producer.purge()
-        producer.flush(1)
 
 
 def write_offsets(producer: Producer, topic: str, connector: str,

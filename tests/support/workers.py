@@ -34,7 +34,8 @@ class WorkerProcess:
                  cwd: Path | None = None, pythonpath: tuple[str, ...] = (),
                  env: dict[str, str] | None = None, scheme: str = "http",
                  verify: ssl.SSLContext | bool = True, host: str = "127.0.0.1",
-                 prefix: Sequence[str] = (), standalone: Sequence[Path] | None = None) -> None:
+                 prefix: Sequence[str] = (), standalone: Sequence[Path] | None = None,
+                 config_files: Sequence[Path] | None = None) -> None:
         """``python`` runs the worker (another venv's, say), from ``cwd`` (default:
         ``workdir``), with ``pythonpath`` ahead of the test connectors and ``env``
         added to the environment. ``scheme`` is the listener's (``https`` needs the
@@ -42,7 +43,10 @@ class WorkerProcess:
         certificate. ``host`` is the address the REST listener binds and
         advertises; ``prefix`` goes before the command (``nsenter --net=...``:
         it execs, so ``proc`` is still the worker itself). ``standalone``: run
-        ``connect-runtime standalone`` with these connector files instead."""
+        ``connect-runtime standalone`` with these connector files instead.
+        ``config_files``: the worker's properties files, in order (a pod's
+        ConfigMap file, then overrides), instead of the one :meth:`start` writes
+        from ``bootstrap``, ``group`` and ``overrides``, which are then unused."""
         self.bootstrap = bootstrap
         self.group = group
         self.port = port
@@ -76,12 +80,17 @@ class WorkerProcess:
         self.pythonpath = pythonpath
         self.env = env or {}
         self.standalone = standalone
+        self.config_files = None if config_files is None else tuple(config_files)
         self.proc: subprocess.Popen[bytes] | None = None
         self.log_path = workdir / f"worker-{port}.log"
 
     def start(self, wait: bool = True) -> WorkerProcess:
-        props_path = self.workdir / f"worker-{self.port}.properties"
-        props_path.write_text("".join(f"{k}={v}\n" for k, v in self.props.items()))
+        if self.config_files is None:
+            props_path = self.workdir / f"worker-{self.port}.properties"
+            props_path.write_text("".join(f"{k}={v}\n" for k, v in self.props.items()))
+            configs = [str(props_path)]
+        else:
+            configs = [str(f) for f in self.config_files]
         env = {**os.environ, **self.env}
         # Not the repository root: connect_runtime comes from the installed package.
         env["PYTHONPATH"] = os.pathsep.join(
@@ -90,8 +99,7 @@ class WorkerProcess:
         mode = [] if self.standalone is None else ["standalone"]
         files = [str(f) for f in self.standalone or ()]
         self.proc = subprocess.Popen(
-            [*self.prefix, self.python, "-m", "connect_runtime.cli", *mode, str(props_path),
-             *files],
+            [*self.prefix, self.python, "-m", "connect_runtime.cli", *mode, *configs, *files],
             cwd=self.cwd,
             env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         if wait:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -66,11 +66,9 @@ def records(topic: str, part: str, start: int, count: int) -> list[SourceRecord]
 
 
 @pytest.fixture
-def topics(kafka_bootstrap: str, unique_name: Callable[[str], str]) -> Iterator[tuple[str, str]]:
-    out, offsets = unique_name("out"), unique_name("offsets")
-    create_topic(kafka_bootstrap, out, partitions=3)
-    create_topic(kafka_bootstrap, offsets)
-    yield out, offsets
+def out_partitions() -> int:
+    """The ``topics`` fixture's output topic (support.topics) has three partitions here."""
+    return 3
 
 
 def make_loop(bootstrap: str, offsets: str, task: SourceTask, *, interval_s: float = 60,
@@ -139,10 +137,11 @@ def test_records_are_visible_at_once_and_offsets_follow_at_the_interval(
     # No transaction: read_committed consumers see the records before any offset exists.
     wait_for(lambda: len(read_topic(kafka_bootstrap, out)) == 9, 10,
                     "the records to be readable")
-    assert loop.stats.flushes == 0, "the interval passed before the check; the test is moot"
+    # commit() follows each successful flush.
+    assert task.commits == 0, "the interval passed before the check; the test is moot"
     assert offset_records(kafka_bootstrap, offsets) == []
     # At the interval: one offset record per source partition, the latest of each.
-    wait_for(lambda: loop.stats.flushes >= 1, 10, "the first interval flush")
+    wait_for(lambda: task.commits >= 1, 10, "the first interval flush")
     assert time.monotonic() - running.started >= 4
     assert latest_offsets(kafka_bootstrap, offsets) == {"a": {"seq": 7}, "b": {"seq": 2}}
     assert task.commits == 1
@@ -170,7 +169,7 @@ def test_stop_waits_for_acks_and_writes_the_last_offsets(
     running = Running(loop)
     wait_for(lambda: not task.batches, 10, "every batch to be polled")
     assert running.stop() is Outcome.STOPPED
-    assert loop.stats.flushes == 1 and loop.stats.records_acknowledged == 1000
+    assert len(task.acked) == 1000
     assert latest_offsets(kafka_bootstrap, offsets) == {"a": {"seq": 500}, "b": {"seq": 500}}
     assert len(offset_records(kafka_bootstrap, offsets)) == 2  # one flush, one per partition
     assert task.commits == 1
@@ -217,7 +216,7 @@ def test_a_record_the_broker_never_acknowledges_fails_the_task_and_blocks_its_of
     message = str(running.error)
     assert "did not acknowledge a record" in message and missing in message
     assert "{'seq': 3}" in message  # the failed record's offset is named
-    assert loop.stats.flushes >= 3, "flushes ran while the record was in flight"
+    assert task.commits >= 3, "flushes ran while the record was in flight"
     # Nothing of source partition a at or past the failed record was ever written ...
     written = offset_records(kafka_bootstrap, offsets)
     assert {v["seq"] for k, v in written if k[1]["p"] == "a"} == {2}
@@ -291,27 +290,29 @@ def spec_for(bootstrap: str, connector: str, out: str, global_offsets: str,
     return TaskSpec(**fields)
 
 
-def start_and_run(spec: TaskSpec, offsets: str, expect_records: int) -> AtLeastOnceTaskLoop:
-    """start_task, then the loop until ``expect_records`` are acknowledged, then stop."""
+def start_and_run(spec: TaskSpec, offsets: str, expect_records: int) -> TaskMetrics:
+    """start_task, then the loop until ``expect_records`` are acknowledged, then stop;
+    returns the loop's metrics."""
     started = start_task(spec, lambda: False)
     assert started.boundary is None
     assert started.offset_flush_timeout_s == 5.0
     assert started.task.context.transaction_context() is None
     # As the slot builds it: the loop class from the started task's mode.
+    metrics = TaskMetrics("at-least-once")
     loop = loop_for(started.mode).for_started(LoopDeps(
         label=spec.task_label, connector=spec.connector, task=started.task,
         producer=started.producer, offsets_topic=started.offsets_topic,
         forbidden_topics=frozenset({offsets}), key_converter=started.key_converter,
-        value_converter=started.value_converter, signals=LoopSignals()), started)
+        value_converter=started.value_converter, signals=LoopSignals(), metrics=metrics), started)
     assert isinstance(loop, AtLeastOnceTaskLoop)
     running = Running(loop)
-    wait_for(lambda: loop.stats.records_acknowledged >= expect_records, 20,
+    wait_for(lambda: loop._submitted.acknowledged >= expect_records, 20,
              "the sequence to be sent")
     time.sleep(0.2)  # room for records beyond the expected ones, if the task resent any
     assert running.stop() is Outcome.STOPPED
     started.task.stop()
     started.producer.flush(5)
-    return loop
+    return metrics
 
 
 @pytest.mark.parametrize("mode", ["disabled", "preparing"])
@@ -323,8 +324,8 @@ def test_at_least_once_startup_skips_fencing_and_resumes_from_flushed_offsets(
                     producer_overrides={"transactional.id": "user-picked"})
     caplog.set_level(logging.WARNING)
     # max.records=30: the sequence ends, so a restart that resumes has nothing to send.
-    assert start_and_run(spec, offsets, 30).stats.records_sent == 30
-    assert start_and_run(spec, offsets, 0).stats.records_sent == 0
+    assert start_and_run(spec, offsets, 30).polled == 30
+    assert start_and_run(spec, offsets, 0).polled == 0
     seqs = [r["value"]["seq"] for r in read_topic(kafka_bootstrap, out)]
     assert sorted(seqs) == list(range(30)), "the restart resumed from the flushed offset"
     assert latest_offsets_by_field(kafka_bootstrap, offsets) == {0: {"seq": 30}}

@@ -5,22 +5,13 @@ from __future__ import annotations
 import logging
 
 import pytest
+from support.clock import FakeClock
 
 from connect_runtime.errors import ConnectError, DataException, RetriableException
 from connect_runtime.task.error_handler import ErrorHandler, RecordSkipped
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
-        self.sleeps: list[float] = []
-
-    def sleep(self, s: float) -> None:
-        self.sleeps.append(round(s, 3))
-        self.now += s
-
-
-def handler(clock: Clock, **kw: object) -> ErrorHandler:
+def handler(clock: FakeClock, **kw: object) -> ErrorHandler:
     return ErrorHandler(label="c-0", sleep=clock.sleep, clock=lambda: clock.now, **kw)  # type: ignore[arg-type]
 
 
@@ -36,7 +27,7 @@ def failing(times: int, error: Exception) -> tuple[list[int], object]:
 
 
 def test_defaults_fail_the_task_on_the_first_error_without_retrying() -> None:
-    clock = Clock()
+    clock = FakeClock()
     h = handler(clock)
     assert h.passive
     calls, run = failing(1, RetriableException("flaky"))
@@ -47,14 +38,14 @@ def test_defaults_fail_the_task_on_the_first_error_without_retrying() -> None:
 
 
 def test_retriable_errors_are_retried_with_doubling_delays_until_the_timeout() -> None:
-    clock = Clock()
+    clock = FakeClock()
     h = handler(clock, retry_timeout_ms=5000, retry_delay_max_ms=1000)
     _, run = failing(3, RetriableException("flaky"))
     assert h.execute("TRANSFORMATION", "t", None, run) == "ok"  # type: ignore[arg-type]
     assert clock.sleeps == [0.3, 0.6, 1.0]  # 300 ms, doubled, capped at the max delay
     assert (h.counts.retries, h.counts.record_failures, h.counts.record_errors) == (3, 3, 1)
 
-    clock2 = Clock()
+    clock2 = FakeClock()
     h2 = handler(clock2, retry_timeout_ms=1000)
     _, always = failing(100, RetriableException("down"))
     with pytest.raises(ConnectError, match="down"):
@@ -64,7 +55,7 @@ def test_retriable_errors_are_retried_with_doubling_delays_until_the_timeout() -
 
 def test_non_retriable_errors_are_not_retried_and_tolerance_all_skips_the_record(
         caplog: pytest.LogCaptureFixture) -> None:
-    clock = Clock()
+    clock = FakeClock()
     h = handler(clock, retry_timeout_ms=-1, tolerate_all=True, log_enable=True)
     calls, run = failing(1, DataException("bad value"))
     with caplog.at_level(logging.ERROR), pytest.raises(RecordSkipped):
@@ -79,7 +70,7 @@ def test_non_retriable_errors_are_not_retried_and_tolerance_all_skips_the_record
 
 
 def test_include_messages_logs_the_record() -> None:
-    clock = Clock()
+    clock = FakeClock()
     h = handler(clock, tolerate_all=True, log_enable=True, log_include_messages=True)
     _, run = failing(1, DataException("bad"))
     records: list[logging.LogRecord] = []
@@ -100,7 +91,7 @@ def test_include_messages_logs_the_record() -> None:
 
 
 def test_a_stop_request_ends_infinite_retries() -> None:
-    clock = Clock()
+    clock = FakeClock()
     stop = {"now": False}
 
     def sleep(s: float) -> None:

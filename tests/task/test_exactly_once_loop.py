@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -25,6 +25,7 @@ from connect_runtime.errors import ConnectError, DataException, InvalidOffsetExc
 from connect_runtime.task.boundaries import BoundaryPolicy, TaskTransactionContext
 from connect_runtime.task.exactly_once_loop import ExactlyOnceTaskLoop
 from connect_runtime.task.loop import LoopDeps, LoopSignals, Outcome, TaskLoop
+from connect_runtime.task.metrics import TaskMetrics
 from connect_runtime.task.stall_watch import COMMIT, POLL
 
 
@@ -67,16 +68,6 @@ def records(topic: str, start: int, count: int, partition: dict[str, Any] | None
             for n in range(start, start + count)]
 
 
-@pytest.fixture
-def topics(kafka_bootstrap: str, unique_name: Callable[[str], str]) -> Iterator[tuple[str, str]]:
-    out, offsets = unique_name("out"), unique_name("offsets")
-    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
-    futures = admin.create_topics([NewTopic(out, 1, 1), NewTopic(offsets, 1, 1)])
-    for f in futures.values():
-        f.result()
-    yield out, offsets
-
-
 def make_loop(bootstrap: str, out: str, offsets: str, task: SourceTask, boundary: BoundaryPolicy,
               txn_id: str) -> tuple[ExactlyOnceTaskLoop, Any]:
     from confluent_kafka import Producer
@@ -91,8 +82,15 @@ def make_loop(bootstrap: str, out: str, offsets: str, task: SourceTask, boundary
                                      True, config_key="key.converter"),
         value_converter=load_converter("org.apache.kafka.connect.json.JsonConverter", {},
                                        False, config_key="value.converter"),
-        signals=LoopSignals()), boundary=boundary, transaction_timeout_s=30)
+        signals=LoopSignals(), metrics=TaskMetrics("exactly-once")),
+        boundary=boundary, transaction_timeout_s=30)
     return loop, producer
+
+
+def metrics_of(loop: TaskLoop) -> TaskMetrics:
+    """The loop's metrics (what the tests read commits, aborts and sizes from)."""
+    assert loop.metrics is not None, "the loop was built without metrics"
+    return loop.metrics
 
 
 def run_until(loop: TaskLoop, done: Callable[[], bool], timeout: float = 30) -> Outcome:
@@ -133,7 +131,8 @@ def test_poll_boundary_commits_each_batch_with_its_offsets(
     seen = read_committed(kafka_bootstrap, out)
     assert [v["seq"] for _, _, v in seen] == list(range(10))
     assert transaction_sizes([o for o, _, _ in seen]) == [3, 5, 2]
-    assert loop.stats.committed == 3 and loop.stats.size_max == 5 and loop.stats.size_min == 2
+    snap = metrics_of(loop).snapshot()
+    assert (snap.commits, snap.txn_size_max, snap.txn_size_min) == (3, 5, 2)
     # One offset record per transaction (one source partition), the last one wins.
     stored = read_committed(kafka_bootstrap, offsets)
     assert len(stored) == 3
@@ -181,7 +180,7 @@ def test_connector_aborts_are_invisible_but_their_offsets_commit(
     run_until(loop, lambda: task.commits >= 3)
     seen = read_committed(kafka_bootstrap, out)
     assert [v["seq"] for _, _, v in seen] == [0, 1, 2, 3, 8, 9, 10, 11]
-    assert loop.stats.aborted == 1
+    assert metrics_of(loop).aborts == 1
     # The aborted records were acknowledged as not delivered.
     assert [m for r, m in task.committed if 4 <= r.value["seq"] < 8] == [None] * 4
 
@@ -195,7 +194,7 @@ def test_offsets_of_a_trailing_abort_are_committed_on_stop(
     task = ScriptedTask([batch])
     loop, _ = make_loop(kafka_bootstrap, out, offsets, task,
                         BoundaryPolicy("connector", 0, ctx), unique_name("txn"))
-    run_until(loop, lambda: loop.stats.aborted >= 1)
+    run_until(loop, lambda: metrics_of(loop).aborts >= 1)
     assert read_committed(kafka_bootstrap, out) == []
     stored = read_committed(kafka_bootstrap, offsets)
     assert [v for _, _, v in stored] == [{"seq": 3}]  # the task will not be handed 0..2 again

@@ -16,14 +16,14 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import orjson
 import pytest
 from confluent_kafka import KafkaError, Producer
 from support.kafka import create_topic, read_topic, transaction_sizes
-from test_exactly_once_loop import read_committed, read_raw, run_until
+from test_exactly_once_loop import metrics_of, read_committed, read_raw, run_until
 
 from connect_runtime.api.record import RecordBatch, RecordMetadata, SourceRecord
 from connect_runtime.api.task import SourceTask
@@ -34,6 +34,7 @@ from connect_runtime.task.batches import check, expand
 from connect_runtime.task.boundaries import BoundaryPolicy, TaskTransactionContext
 from connect_runtime.task.exactly_once_loop import ExactlyOnceTaskLoop
 from connect_runtime.task.loop import LoopDeps, LoopSignals, Outcome, TaskLoop
+from connect_runtime.task.metrics import TaskMetrics
 from connect_runtime.task.submitted_records import SubmittedRecords
 from connect_runtime.transforms import TransformationChain
 
@@ -109,7 +110,8 @@ def eos_loop(bootstrap: str, offsets: str, task: SourceTask, boundary: BoundaryP
     return ExactlyOnceTaskLoop(LoopDeps(
         label="c-0", connector="c", task=task, producer=producer, offsets_topic=offsets,
         forbidden_topics=frozenset({offsets}), signals=LoopSignals(), transforms=transforms,
-        **converters()), boundary=boundary, transaction_timeout_s=30)
+        metrics=TaskMetrics("exactly-once"), **converters()),
+        boundary=boundary, transaction_timeout_s=30)
 
 
 def alo_loop(bootstrap: str, offsets: str, task: SourceTask,
@@ -119,7 +121,8 @@ def alo_loop(bootstrap: str, offsets: str, task: SourceTask,
     return AtLeastOnceTaskLoop(LoopDeps(
         label="c-0", connector="c", task=task, producer=producer, offsets_topic=offsets,
         forbidden_topics=frozenset({offsets}), signals=LoopSignals(), transforms=transforms,
-        **converters()), offset_flush_interval_s=600, offset_flush_timeout_s=10)
+        metrics=TaskMetrics("at-least-once"), **converters()),
+        offset_flush_interval_s=600, offset_flush_timeout_s=10)
 
 
 def values_of(bootstrap: str, topic: str) -> list[Any]:
@@ -173,14 +176,6 @@ def record(topic: str, n: int, partition: dict[str, Any] | None = None,
                         value={"seq": n}, key=str(n))
 
 
-@pytest.fixture
-def topics(kafka_bootstrap: str, unique_name: Callable[[str], str]) -> Iterator[tuple[str, str]]:
-    out, offsets = unique_name("out"), unique_name("offsets")
-    create_topic(kafka_bootstrap, out)
-    create_topic(kafka_bootstrap, offsets)
-    yield out, offsets
-
-
 # ------------------------------------------------------ mixed polls, offsets
 
 
@@ -206,7 +201,8 @@ def test_a_mixed_poll_reaches_kafka_in_order_with_the_latest_offset_per_partitio
     seen = read_committed(kafka_bootstrap, out)
     assert [(k, v) for _, k, v in seen] == [(str(n).encode(), {"seq": n}) for n in range(10)]
     assert transaction_sizes([o for o, _, _ in seen]) == [10]
-    assert loop.stats.committed == 1 and loop.stats.size_max == 10
+    snap = metrics_of(loop).snapshot()
+    assert (snap.commits, snap.txn_size_max) == (1, 10)
     # One transaction: one offset record per source partition, the latest of each
     # (for "a" the batch's last row, after an equal but distinct dict's record).
     stored = stored_offsets(kafka_bootstrap, offsets)
@@ -365,7 +361,7 @@ def test_an_aborted_batch_is_invisible_but_its_offset_commits(
     seen = read_committed(kafka_bootstrap, out)
     assert [v["seq"] for _, _, v in seen] == [0, 1, 2, 7, 8]
     assert transaction_sizes([o for o, _, _ in seen]) == [3, 2]
-    assert loop.stats.aborted == 1
+    assert metrics_of(loop).aborts == 1
     # The aborted batch's last offset committed on its own: it is not handed again.
     assert [o for _, o in stored_offsets(kafka_bootstrap, offsets)] == [
         {"seq": 3}, {"seq": 7}, {"seq": 42}]
@@ -383,7 +379,7 @@ def test_a_trailing_aborted_batch_commits_its_offset_on_stop(
     task = BatchTask([[record(out, 100), aborted]])
     loop = eos_loop(kafka_bootstrap, offsets, task, BoundaryPolicy("connector", 0, ctx),
                     unique_name("txn"))
-    assert run_until(loop, lambda: loop.stats.aborted >= 1) is Outcome.STOPPED
+    assert run_until(loop, lambda: metrics_of(loop).aborts >= 1) is Outcome.STOPPED
     assert read_committed(kafka_bootstrap, out) == []  # the record before it went too
     assert stored_offsets(kafka_bootstrap, offsets) == [({"p": 0}, {"seq": 5})]
 
@@ -600,11 +596,11 @@ def test_at_least_once_mixed_records_and_batches_arrive_and_flush_their_last_off
     ]
     task = task_class([items, [rows(out, 8, 2, partition=a, offset={"a": 7})]])
     loop = alo_loop(kafka_bootstrap, offsets, task)
-    assert run_until(loop, lambda: loop.stats.records_acknowledged >= 10) is Outcome.STOPPED
+    assert run_until(loop, lambda: loop._submitted.acknowledged >= 10) is Outcome.STOPPED
     seen = read_topic(kafka_bootstrap, out)
     assert [(r["key"], r["value"]) for r in seen] == [
         (str(n).encode(), {"seq": n}) for n in range(10)]
-    assert loop.stats.records_sent == 10 and loop.stats.flushes == 1
+    assert metrics_of(loop).polled == 10 and task.commits == 1  # one flush: commit() once
     # One flush on stop: one offset record per source partition, each a batch's last.
     assert sorted(stored_offsets(kafka_bootstrap, offsets), key=lambda s: s[0]["p"]) == [
         ({"p": "a"}, {"a": 7}), ({"p": "b"}, {"b": 3})]
@@ -722,7 +718,7 @@ def test_batch_rows_go_through_the_transforms_and_the_offset_still_commits(
         loop = eos_loop(kafka_bootstrap, offsets, task, BoundaryPolicy("poll", 0, None),
                         unique_name("txn"), transforms=chain())
         assert run_until(loop, lambda: task.commits >= 1) is Outcome.STOPPED
-        assert isinstance(loop, ExactlyOnceTaskLoop) and loop.stats.size_max == 3
+        assert metrics_of(loop).snapshot().txn_size_max == 3
     assert values_of(kafka_bootstrap, out) == [{"seq": n, "origin": "batch"} for n in (0, 2, 3)]
     # The last row was dropped; the batch's offset committed all the same.
     assert stored_offsets(kafka_bootstrap, offsets) == [({"p": 0}, {"seq": 5})]

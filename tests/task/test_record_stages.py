@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 import orjson
 import pytest
 from confluent_kafka import Producer
-from support.kafka import create_topic, read_topic, wait_for
+from support.kafka import read_topic, wait_for
 from test_at_least_once_loop import Running, latest_offsets
 from test_exactly_once_loop import ScriptedTask, read_committed, run_until
 
@@ -26,6 +26,7 @@ from connect_runtime.task.boundaries import BoundaryPolicy
 from connect_runtime.task.error_handler import ErrorHandler
 from connect_runtime.task.exactly_once_loop import ExactlyOnceTaskLoop
 from connect_runtime.task.loop import LoopDeps, LoopSignals, Outcome
+from connect_runtime.task.metrics import TaskMetrics
 
 T = TypeVar("T")
 
@@ -83,26 +84,19 @@ def eos_loop(bootstrap: str, task: ScriptedTask, offsets: str, txn_id: str,
                                boundary=BoundaryPolicy("poll", 0, None), transaction_timeout_s=30)
 
 
-@pytest.fixture
-def topics(kafka_bootstrap: str, unique_name: Callable[[str], str]) -> tuple[str, str]:
-    out, offsets = unique_name("out"), unique_name("offsets")
-    create_topic(kafka_bootstrap, out)
-    create_topic(kafka_bootstrap, offsets)
-    return out, offsets
-
-
 def test_exactly_once_dropped_and_skipped_records_still_advance_offsets_in_the_transaction(
         kafka_bootstrap: str, topics: tuple[str, str], unique_name: Callable[[str], str]) -> None:
     out, offsets = topics
     task = ScriptedTask([seqs(10, out)])
     chain = DropOdd()
+    metrics = TaskMetrics("exactly-once")
     loop = eos_loop(kafka_bootstrap, task, offsets, unique_name("txn"), transforms=chain,
-                    errors=ErrorHandler(label="c-0", tolerate_all=True))
+                    errors=ErrorHandler(label="c-0", tolerate_all=True), metrics=metrics)
     assert run_until(loop, lambda: task.commits >= 1) is Outcome.STOPPED
     # Odd seqs were dropped by the chain, seq 4 skipped by tolerance; one transaction.
     assert [v for _, _, v in read_committed(kafka_bootstrap, out)] == [
         {"seq": s, "tag": "even"} for s in (0, 2, 6, 8)]
-    assert loop.stats.size_max == 4
+    assert metrics.snapshot().txn_size_max == 4
     stored = read_committed(kafka_bootstrap, offsets)
     assert [v for _, _, v in stored] == [{"seq": 10}]  # past the dropped record 9
     # commit_record hears of every polled record; dropped ones have no metadata.

@@ -14,15 +14,14 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import ClassVar
 
 import pytest
-from confluent_kafka.admin import AdminClient, NewTopic
+from support.offsets import committed_transactions
 from test_transaction_rules import (
     PART,
     StepTask,
-    committed,
     deps,
     in_thread,
     offsets_read_back,
@@ -42,15 +41,6 @@ from connect_runtime.task.slot import run_task
 from connect_runtime.task.startup import StartedTask, TaskFactory
 from connect_runtime.testing import Outcome as KitOutcome
 from connect_runtime.testing import TaskRunner
-
-
-@pytest.fixture
-def topics(kafka_bootstrap: str, unique_name: Callable[[str], str]) -> Iterator[tuple[str, str]]:
-    out, offsets = unique_name("out"), unique_name("offsets")
-    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
-    for future in admin.create_topics([NewTopic(out, 1, 1), NewTopic(offsets, 1, 1)]).values():
-        future.result()
-    yield out, offsets
 
 
 class Upstream:
@@ -154,7 +144,7 @@ def test_rule5_a_rewind_mid_group_reads_the_group_again_exactly_once(
         started, loop_deps, lambda: len(upstream.committed) == 2 and
         len(upstream.committed[1]) == 8, timeout=60)
     assert outcome is Outcome.STOPPED
-    assert committed(kafka_bootstrap, out) == (list(range(12)), [4, 4, 4])
+    assert committed_transactions(kafka_bootstrap, out) == (list(range(12)), [4, 4, 4])
     assert offsets_read_back(kafka_bootstrap, offsets) == {"seq": 12}
     # A new instance, started from the offset committed after the first group.
     assert upstream.starts == [None, {"seq": 4}]
@@ -189,7 +179,7 @@ def test_the_test_kit_rewinds_as_the_loop_does(
     assert outcome is Outcome.STOPPED
 
     sizes = [len(t.records) for t in runner.transactions if t.outcome is KitOutcome.COMMITTED]
-    assert committed(kafka_bootstrap, out) == (
+    assert committed_transactions(kafka_bootstrap, out) == (
         [r.value["seq"] for r in runner.committed_records()], sizes)
     assert upstream.starts == kit_upstream.starts == [None, {"seq": 4}]
     assert upstream.committed == kit_upstream.committed
@@ -214,7 +204,7 @@ def test_rule5_a_rewind_while_stopping_starts_no_new_instance(
     outcome, _ = run_instances(started, loop_deps, lambda: False, timeout=10)
     assert outcome is Outcome.STOPPED
     assert upstream.starts == [None] and upstream.stops == 1
-    assert committed(kafka_bootstrap, out) == ([], [])
+    assert committed_transactions(kafka_bootstrap, out) == ([], [])
     assert offsets_read_back(kafka_bootstrap, offsets) is None  # the next start reads 0-3
 
 
@@ -234,7 +224,7 @@ def test_rule6_an_idle_open_group_is_rewound_before_the_broker_times_it_out(
     outcome, _ = run_instances(started, loop_deps,
                                lambda: any(len(c) == 6 for c in upstream.committed), timeout=60)
     assert outcome is Outcome.STOPPED
-    assert committed(kafka_bootstrap, out) == (list(range(6)), [6])
+    assert committed_transactions(kafka_bootstrap, out) == (list(range(6)), [6])
     assert offsets_read_back(kafka_bootstrap, offsets) == {"seq": 6}
     assert len(upstream.starts) >= 3 and set(map(str, upstream.starts)) == {"None"}
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
@@ -278,5 +268,5 @@ def test_rule6_a_poll_that_blocks_past_the_timeout_fails_the_task_saying_so(
                                            r"transaction.timeout.ms \(2s\)"):
         run_loop(loop, lambda: False, timeout=60)
     assert not loop.rewound
-    assert committed(kafka_bootstrap, out) == ([], [])
+    assert committed_transactions(kafka_bootstrap, out) == ([], [])
     assert offsets_read_back(kafka_bootstrap, offsets) is None

@@ -10,6 +10,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
+from support.clock import FakeClock
 
 from connect_runtime.protocol.slot_channel import TaskStall
 from connect_runtime.task.stall_watch import (
@@ -20,14 +21,6 @@ from connect_runtime.task.stall_watch import (
     check_interval_s,
     stalled_call,
 )
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 50.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def test_a_call_is_stalled_from_the_threshold_on() -> None:
@@ -47,7 +40,7 @@ def test_the_watchdog_looks_four_times_per_threshold_between_50_ms_and_1_s() -> 
 class Blocked:
     """A real thread in a call the way the loop marks one, until released."""
 
-    def __init__(self, calls: CallWatch, clock: Clock, call: str = POLL) -> None:
+    def __init__(self, calls: CallWatch, clock: FakeClock, call: str = POLL) -> None:
         self.calls, self.clock, self.call = calls, clock, call
         self.entered, self.release = threading.Event(), threading.Event()
         self.thread = threading.Thread(target=self.blocking_call, daemon=True)
@@ -66,11 +59,11 @@ class Blocked:
 
 
 @pytest.fixture
-def watched() -> Iterator[tuple[CallWatch, Clock, list[TaskStall | None]]]:
-    yield CallWatch(), Clock(), []
+def watched() -> Iterator[tuple[CallWatch, FakeClock, list[TaskStall | None]]]:
+    yield CallWatch(), FakeClock(50.0), []
 
 
-def _watchdog(calls: CallWatch, clock: Clock, reports: list[TaskStall | None],
+def _watchdog(calls: CallWatch, clock: FakeClock, reports: list[TaskStall | None],
               thread: threading.Thread) -> StallWatchdog:
     assert thread.ident is not None
     return StallWatchdog(calls, thread.ident, 2000, reports.append, clock=clock,
@@ -78,7 +71,7 @@ def _watchdog(calls: CallWatch, clock: Clock, reports: list[TaskStall | None],
 
 
 def test_a_stuck_call_is_reported_once_with_its_live_stack_and_cleared_when_it_returns(
-        watched: tuple[CallWatch, Clock, list[TaskStall | None]]) -> None:
+        watched: tuple[CallWatch, FakeClock, list[TaskStall | None]]) -> None:
     calls, clock, reports = watched
     blocked = Blocked(calls, clock)
     try:
@@ -109,7 +102,7 @@ def test_a_stuck_call_is_reported_once_with_its_live_stack_and_cleared_when_it_r
 
 
 def test_a_new_call_stuck_after_a_cleared_one_is_a_new_stall(
-        watched: tuple[CallWatch, Clock, list[TaskStall | None]]) -> None:
+        watched: tuple[CallWatch, FakeClock, list[TaskStall | None]]) -> None:
     calls, clock, reports = watched
     first = Blocked(calls, clock, POLL)
     watchdog = _watchdog(calls, clock, reports, first.thread)
@@ -128,7 +121,8 @@ def test_a_new_call_stuck_after_a_cleared_one_is_a_new_stall(
         second.done()
 
 
-def test_the_stack_is_scrubbed(watched: tuple[CallWatch, Clock, list[TaskStall | None]]) -> None:
+def test_the_stack_is_scrubbed(
+        watched: tuple[CallWatch, FakeClock, list[TaskStall | None]]) -> None:
     calls, clock, reports = watched
     blocked = Blocked(calls, clock)
     try:

@@ -4,19 +4,12 @@ from __future__ import annotations
 
 import orjson
 import pytest
+from support.clock import FakeClock
 
 from connect_runtime.protocol.slot_channel import ErrorTotals, OffsetCommits, TaskMetricsSnapshot
 from connect_runtime.storage.offsets.format import serialize_key, serialize_value
 from connect_runtime.task.error_handler import ErrorCounts
 from connect_runtime.task.metrics import MAX_OFFSET_PARTITIONS, WINDOW_S, TaskMetrics
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def offset(partition: int, seq: int) -> tuple[bytes, bytes | None]:
@@ -40,7 +33,7 @@ def test_polls_writes_and_active_records_are_counted() -> None:
 
 
 def test_transaction_sizes_and_latencies_cover_the_window_only() -> None:
-    clock = Clock()
+    clock = FakeClock(1000.0)
     m = TaskMetrics("exactly-once", clock=clock)
     m.committed(500, 0.5, [])
     clock.now += WINDOW_S + 1  # the 500 ages out

@@ -16,13 +16,13 @@ what the kit reports.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import orjson
 import pytest
-from support.kafka import create_topic, transaction_sizes
-from test_exactly_once_loop import make_loop, read_committed, run_until
+from support.kafka import transaction_sizes
+from test_exactly_once_loop import make_loop, metrics_of, read_committed, run_until
 
 from connect_runtime.api.record import RecordBatch, RecordMetadata, SourceRecord
 from connect_runtime.api.task import SourceTask
@@ -114,14 +114,6 @@ class TrackingScriptTask(ScriptTask):
         self.acked.append((record.value["n"], None if metadata is None else metadata.offset))
 
 
-@pytest.fixture
-def topics(kafka_bootstrap: str, unique_name: Callable[[str], str]) -> Iterator[tuple[str, str]]:
-    out, offsets = unique_name("out"), unique_name("offsets")
-    create_topic(kafka_bootstrap, out)
-    create_topic(kafka_bootstrap, offsets)
-    yield out, offsets
-
-
 @pytest.mark.parametrize("task_class", [ScriptTask, TrackingScriptTask])
 def test_the_kit_reports_the_transactions_the_loop_commits_to_kafka(
         kafka_bootstrap: str, topics: tuple[str, str], unique_name: Callable[[str], str],
@@ -155,7 +147,7 @@ def test_the_kit_reports_the_transactions_the_loop_commits_to_kafka(
     stored = [(orjson.loads(k)[1], v) for _, k, v in read_committed(kafka_bootstrap, offsets)]
     assert stored == [pair for t in kit for pair in t.offsets]
     assert stored, "no offsets were committed: nothing compared"
-    assert (loop.stats.committed, loop.stats.aborted) == (
+    assert (metrics_of(loop).commits, metrics_of(loop).aborts) == (
         sum(1 for t in kit if t.outcome is Outcome.COMMITTED or t.offsets),
         outcomes.count(Outcome.ABORTED))
     assert task.commits == kit_task.commits

@@ -11,13 +11,12 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from confluent_kafka import Producer
-from confluent_kafka.admin import AdminClient, NewTopic
-from support.kafka import read_topic, transaction_sizes
+from support.offsets import committed_transactions
 
 from connect_runtime.api.record import RecordMetadata, SourceRecord
 from connect_runtime.api.task import SourceTask, TransactionContext
@@ -27,6 +26,7 @@ from connect_runtime.storage.offsets.reader import TaskOffsetStorageReader
 from connect_runtime.task.boundaries import BoundaryPolicy, TaskTransactionContext
 from connect_runtime.task.exactly_once_loop import ExactlyOnceTaskLoop
 from connect_runtime.task.loop import LoopDeps, LoopSignals, Outcome
+from connect_runtime.task.metrics import TaskMetrics
 
 PART = {"p": 0}
 Step = Callable[[TransactionContext], list[SourceRecord] | None]
@@ -71,15 +71,6 @@ class StepTask(SourceTask):
         pass
 
 
-@pytest.fixture
-def topics(kafka_bootstrap: str, unique_name: Callable[[str], str]) -> Iterator[tuple[str, str]]:
-    out, offsets = unique_name("out"), unique_name("offsets")
-    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
-    for future in admin.create_topics([NewTopic(out, 1, 1), NewTopic(offsets, 1, 1)]).values():
-        future.result()
-    yield out, offsets
-
-
 def producer(bootstrap: str, txn_id: str, timeout_ms: int = 30_000) -> Producer:
     p = Producer({"bootstrap.servers": bootstrap, "transactional.id": txn_id, "linger.ms": 5,
                   "transaction.timeout.ms": timeout_ms})
@@ -88,12 +79,13 @@ def producer(bootstrap: str, txn_id: str, timeout_ms: int = 30_000) -> Producer:
 
 
 def deps(bootstrap: str, offsets: str, task: SourceTask, txn_id: str,
-         timeout_ms: int = 30_000) -> LoopDeps:
+         timeout_ms: int = 30_000, metrics: TaskMetrics | None = None) -> LoopDeps:
     return LoopDeps(
         label="c-0", connector="c", task=task, producer=producer(bootstrap, txn_id, timeout_ms),
         offsets_topic=offsets, forbidden_topics=frozenset({offsets}),
         key_converter=load_converter("StringConverter", {}, True),
-        value_converter=load_converter("JsonConverter", {}, False), signals=LoopSignals())
+        value_converter=load_converter("JsonConverter", {}, False), signals=LoopSignals(),
+        metrics=metrics)
 
 
 def start_steps(task: StepTask) -> BoundaryPolicy:
@@ -143,12 +135,6 @@ def in_thread(run: Callable[[], Outcome], signals: LoopSignals, done: Callable[[
     return result[0]
 
 
-def committed(bootstrap: str, topic: str) -> tuple[list[int], list[int]]:
-    """(seq of every record a read_committed consumer sees, transaction sizes)."""
-    seen = read_topic(bootstrap, topic)
-    return [r["value"]["seq"] for r in seen], transaction_sizes([r["offset"] for r in seen])
-
-
 def offsets_read_back(bootstrap: str, offsets: str) -> dict[str, object] | None:
     """What a new instance of the task reads for PART, from Kafka, as startup does."""
     return TaskOffsetStorageReader("c", bootstrap, offsets).offset(PART)
@@ -178,7 +164,7 @@ def test_rule1_a_request_without_a_record_ends_the_open_transaction_or_is_droppe
     loop = ExactlyOnceTaskLoop(deps(kafka_bootstrap, offsets, task, unique_name("txn")),
                                boundary=start_steps(task), transaction_timeout_s=30)
     assert run_loop(loop, lambda: not task.steps and task.commits >= 2) is Outcome.STOPPED
-    assert committed(kafka_bootstrap, out) == (list(range(7)), [5, 2])
+    assert committed_transactions(kafka_bootstrap, out) == (list(range(7)), [5, 2])
     assert offsets_read_back(kafka_bootstrap, offsets) == {"seq": 7}
 
 
@@ -202,7 +188,7 @@ def test_rule2_a_record_request_naming_a_record_of_an_earlier_poll_fails_the_tas
                                            r"poll\(\) did not return \(a SourceRecord for topic "
                                            rf"'{out}', source offset \{{'seq': 2\}}\)"):
         run_loop(loop, lambda: False, timeout=8)
-    assert committed(kafka_bootstrap, out) == ([], [])
+    assert committed_transactions(kafka_bootstrap, out) == ([], [])
     assert offsets_read_back(kafka_bootstrap, offsets) is None
 
 
@@ -226,12 +212,14 @@ def test_rule3_requests_of_one_poll_act_in_record_order(
         txn.abort_transaction()        # ...so this one finds nothing open (Connect's rule)
         return b
     task = StepTask([cut_in_three, record_wins])
-    loop = ExactlyOnceTaskLoop(deps(kafka_bootstrap, offsets, task, unique_name("txn")),
+    metrics = TaskMetrics("exactly-once")
+    loop = ExactlyOnceTaskLoop(deps(kafka_bootstrap, offsets, task, unique_name("txn"),
+                                    metrics=metrics),
                                boundary=start_steps(task), transaction_timeout_s=30)
     # 0-1, the offsets-only transaction after aborting 2-4, 5-7, 8-9.
     assert run_loop(loop, lambda: task.commits >= 4) is Outcome.STOPPED
-    assert committed(kafka_bootstrap, out) == ([0, 1, 5, 6, 7, 8, 9], [2, 3, 2])
-    assert loop.stats.aborted == 1
+    assert committed_transactions(kafka_bootstrap, out) == ([0, 1, 5, 6, 7, 8, 9], [2, 3, 2])
+    assert metrics.aborts == 1
     assert offsets_read_back(kafka_bootstrap, offsets) == {"seq": 10}
 
 
@@ -251,7 +239,7 @@ def test_rule3_a_commit_and_abort_conflict_fails_the_task_even_if_caught(
                                boundary=start_steps(task), transaction_timeout_s=30)
     with pytest.raises(ConnectError, match="both to commit and to abort"):
         run_loop(loop, lambda: False, timeout=8)
-    assert committed(kafka_bootstrap, out) == ([], [])
+    assert committed_transactions(kafka_bootstrap, out) == ([], [])
     assert offsets_read_back(kafka_bootstrap, offsets) is None
 
 
@@ -270,6 +258,6 @@ def test_rule4_an_aborted_transactions_offsets_advance_past_its_records(
     loop = ExactlyOnceTaskLoop(deps(kafka_bootstrap, offsets, task, unique_name("txn")),
                                boundary=start_steps(task), transaction_timeout_s=30)
     assert run_loop(loop, lambda: task.commits >= 1) is Outcome.STOPPED
-    assert committed(kafka_bootstrap, out) == ([], [])
+    assert committed_transactions(kafka_bootstrap, out) == ([], [])
     assert offsets_read_back(kafka_bootstrap, offsets) == {"seq": 3}  # never handed again
     assert task.committed == [(0, None), (1, None), (2, None)]

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 from support.kafka import wait_for
+from support.processes import alive
 
 from connect_runtime.protocol.task_spec import WorkerProcess
 from connect_runtime.task.worker_watch import descends_from
@@ -61,15 +62,6 @@ def test_descends_from_needs_the_pid_and_the_start_time() -> None:
     assert not descends_from(worker, [(52, 9000), (41, 7000)])
     assert not descends_from(worker, [(40, None)])  # gone: its start time unreadable
     assert not descends_from(worker, [])
-
-
-def alive(pid: int) -> bool:
-    """Running: not gone and not a zombie waiting to be reaped."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
 
 
 def kill(pid: int) -> None:

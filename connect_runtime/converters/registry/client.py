@@ -208,7 +208,8 @@ def _without_credentials(url: str) -> str:
 
 def _use_tls(client: Any, context: Any) -> None:
     """Give ``client`` an HTTP session that uses ``context`` (the client builds its
-    session from PEM file paths only). Pinned by tests/converters/test_registry_tls.py."""
+    session from PEM file paths only). Pinned by
+    tests/converters/test_registry_converters.py::test_https_with_a_pkcs12_truststore_and_basic_auth."""
     rest = client._rest_client
     rest.verify = context
     old = rest.session

@@ -76,6 +76,7 @@ class TimeTable:
         if report.when == "call":
             self.tests[lane] += 1
 
+    @pytest.hookimpl(trylast=True)  # after --durations' list: the last thing before the result
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         steps = read_steps(os.environ.get("CONNECT_TEST_TIMES"))
         pytest_s = time.time() - self.started

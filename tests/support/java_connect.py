@@ -19,7 +19,7 @@ from typing import Any
 
 import httpx
 
-from support.kafka import free_port
+from support.kafka import free_port, group_settings
 
 __all__ = ["CONNECTOR_CLASS", "VERSION", "JavaWorker", "fetch"]
 
@@ -62,13 +62,7 @@ class JavaWorker:
         self.url = f"http://127.0.0.1:{self.port}"
         group = group or f"java-connect-{uuid.uuid4().hex[:8]}"
         props = {
-            "bootstrap.servers": bootstrap, "group.id": group,
-            "config.storage.topic": f"{group}-configs",
-            "offset.storage.topic": f"{group}-offsets",
-            "status.storage.topic": f"{group}-status",
-            "config.storage.replication.factor": "1",
-            "offset.storage.replication.factor": "1",
-            "status.storage.replication.factor": "1",
+            **group_settings(bootstrap, group),
             "key.converter": "org.apache.kafka.connect.storage.StringConverter",
             "value.converter": "org.apache.kafka.connect.json.JsonConverter",
             "value.converter.schemas.enable": "false",

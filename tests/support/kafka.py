@@ -39,6 +39,17 @@ def wait_for(condition: Callable[[], Any], timeout: float, what: str, interval: 
     raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}; last: {last!r}")
 
 
+def group_settings(bootstrap: str, group: str) -> dict[str, str]:
+    """The worker keys of a Connect group on the tests' one-broker cluster: its
+    bootstrap, its group id and its three internal topics (named after the
+    group, replication factor 1). Our workers and Kafka Connect's take the same."""
+    settings = {"bootstrap.servers": bootstrap, "group.id": group}
+    for store, suffix in (("config", "configs"), ("offset", "offsets"), ("status", "status")):
+        settings[f"{store}.storage.topic"] = f"{group}-{suffix}"
+        settings[f"{store}.storage.replication.factor"] = "1"
+    return settings
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -21,7 +21,7 @@ from typing import Any
 import httpx
 
 from support import TESTS
-from support.kafka import wait_for
+from support.kafka import group_settings, wait_for
 from support.processes import process_tree
 
 __all__ = ["TEST_CONNECTORS", "WorkerProcess"]
@@ -56,14 +56,7 @@ class WorkerProcess:
         self.verify = verify
         self.workdir = workdir
         self.props = {
-            "bootstrap.servers": bootstrap,
-            "group.id": group,
-            "config.storage.topic": f"{group}-configs",
-            "offset.storage.topic": f"{group}-offsets",
-            "status.storage.topic": f"{group}-status",
-            "config.storage.replication.factor": "1",
-            "offset.storage.replication.factor": "1",
-            "status.storage.replication.factor": "1",
+            **group_settings(bootstrap, group),
             "offset.storage.partitions": "5",
             "listeners": self.url,
             "rest.advertised.host.name": host,

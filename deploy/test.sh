@@ -2,7 +2,7 @@
 # Sets everything up, then runs the linters, the type checker and the test suite.
 # Tests start their own Kafka broker and Spark sessions and stop them afterwards.
 #
-# Every step is timed; the time table (tests/support/timetable.py) is printed at
+# Every step is timed; the time table (tests/support/lanes.py) is printed at
 # the end of the run, before pytest's closing line. Arguments go to pytest.
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -33,36 +33,54 @@ lane() {
   ( "$@" ) >"$lanes/$name.log" 2>&1 &
   lane_pids[$name]=$!
 }
-wait_lanes() {
+# background_lane NAME COMMAND...: a lane at the lowest CPU and I/O priority,
+# beside the tests, waited for by wait_background_lanes.
+declare -A background_pids=()
+background_lane() {
+  local name="$1"; shift
+  ( renice -n 19 -p "$BASHPID" >/dev/null; ionice -c 2 -n 7 -p "$BASHPID" 2>/dev/null || true
+    "$@" ) >"$lanes/$name.log" 2>&1 &
+  background_pids[$name]=$!
+}
+# wait_for NAME...: waits for each lane named in the array NAME; exits non-zero,
+# showing the failed lanes' logs, if any failed.
+wait_for() {
+  local -n pids="$1"
   local name failed=""
-  for name in "${!lane_pids[@]}"; do
-    if ! wait "${lane_pids[$name]}"; then
+  for name in "${!pids[@]}"; do
+    if ! wait "${pids[$name]}"; then
       echo "== $name failed; its log:" >&2
       tail -n 200 "$lanes/$name.log" >&2
       failed+=" $name"
     fi
   done
-  lane_pids=()
-  [ -z "$failed" ] || { echo "test.sh: failed:$failed" >&2; exit 1; }
+  pids=()
+  [ -z "$failed" ] || { echo "test.sh: failed:$failed" >&2; return 1; }
 }
+wait_lanes() { wait_for lane_pids; }
+wait_background_lanes() { wait_for background_pids; }
 
 tools="deploy/kubernetes/tools.sh"
 
-# The builds are independent, so they run at once: the Go builds overlap their
-# downloads and links with each other and with apt and Maven, which wait on the
-# network. Cold, on 2 cores, they are the long pole of a first run (Kubernetes
-# alone is about 15 minutes); warm, every step is a cache lookup.
+# The deployment checks (tests/deploy/) need helm, a Docker engine, the image
+# and a whole single-node Kubernetes cluster (deploy/kubernetes/cluster.sh:
+# etcd, the Kubernetes binaries, CoreDNS, crictl, a pause binary, Debian's
+# containerd, runc, CNI plugins, iptables and conntrack), built or installed
+# once per machine and cached under ~/.cache/connect-runtime. debootstrap makes
+# the container image's Debian base (deploy/docker/base-image.sh); Toxiproxy
+# puts latency in the partition suite's links (tests/partitions/).
 #
-# The deployment checks (tests/deploy/) need helm, a Docker engine and a whole
-# single-node Kubernetes cluster (deploy/kubernetes/cluster.sh: etcd, the
-# Kubernetes binaries, CoreDNS, crictl, a pause binary, Debian's containerd,
-# runc, CNI plugins, iptables and conntrack), built or installed once per
-# machine and cached under ~/.cache/connect-runtime. debootstrap makes the
-# container image's Debian base (deploy/docker/base-image.sh); Toxiproxy puts
-# latency in the partition suite's links (tests/partitions/).
+# On a machine that has built nothing, the Go builds take about 15 minutes of
+# both cores and the image's inputs several more: longer than anything else in
+# the set-up. So they do not hold the tests up: they run in background lanes at
+# the lowest CPU and I/O priority, taking what the tests leave idle, and the
+# tests that need them run last (tests/conftest.py orders them), each waiting
+# on its tool's cache lock (tools.sh, build.sh) if the build is still going.
+# The partition suite needs Toxiproxy earlier, so it is built first. Warm,
+# every build is a cache lookup of a second or less.
 go_tools() {
   local tool
-  for tool in helm etcd coredns crictl toxiproxy pause; do
+  for tool in toxiproxy helm etcd coredns crictl pause; do
     step "build $tool" bash "$tools" "$tool" >/dev/null
   done
 }
@@ -77,7 +95,7 @@ debian_packages() {
   bash "$tools" debian-packages "${extra[@]}"
 }
 
-echo "== set-up: Python, Kafka, Kubernetes and container tools, Schema Registry (in parallel)"
+echo "== set-up: Python, Kafka, Debian's packages, Schema Registry; tool builds in the background"
 # The Schema Registry converters' tests run a real registry: Apicurio, built once
 # from Maven Central (deploy/registry.sh; about a minute the first time). It
 # follows the set-up in one lane: two Maven runs at once would share ~/.m2.
@@ -85,21 +103,40 @@ python_and_maven() {
   step "set-up (.venv, Kafka jars, JVM archive)" bash deploy/setup.sh
   step "build Schema Registry" bash deploy/registry.sh fetch
 }
+background_lane "Kubernetes" step "build Kubernetes" bash "$tools" kube-apiserver
+background_lane "Go tools" go_tools
 lane "Python and Maven" python_and_maven
-lane "Kubernetes" step "build Kubernetes" bash "$tools" kube-apiserver
-lane "Go tools" go_tools
 lane "Debian packages" step "install Debian packages" debian_packages
-step "set-up, all lanes at once" wait_lanes
+step "set-up before the tests" wait_lanes
+# The image's inputs need .venv (its wheels are pinned to it) and debootstrap.
+background_lane "image inputs" step "build the image's inputs (base, wheels)" \
+  bash deploy/docker/build.sh inputs
 
 # CI runs one round of the chaos suite's worker bounces (every worker, leader
 # included, once per signal); CHAOS_ROUNDS=2, the suite's own default, runs two.
 export CHAOS_ROUNDS="${CHAOS_ROUNDS:-1}"
 
-echo "== ruff" && step "ruff" .venv/bin/ruff check connect_runtime rest connectors tests bench examples deploy/kubernetes
-echo "== mypy" && step "mypy" bash deploy/typecheck.sh
-# The slowest tests are listed at the end, above the time table; pytest's own
-# line closes the output (nothing is printed after it).
-echo "== pytest"
 status=0
-.venv/bin/python -m pytest -q -p no:cacheprovider --durations=40 "$@" || status=$?
+echo "== ruff" && step "ruff" .venv/bin/ruff check connect_runtime rest connectors tests bench examples deploy/kubernetes \
+  || status=$?
+echo "== mypy" && step "mypy" bash deploy/typecheck.sh || status=$?
+# The slowest tests are listed at the end, above the time table; pytest's own
+# line closes the output (nothing is printed after it, unless a background
+# build failed after the tests that needed it had run).
+pytest=(.venv/bin/python -m pytest -q -p no:cacheprovider)
+if [ "$status" -eq 0 ] && [ "$#" -gt 0 ]; then
+  echo "== pytest $*"
+  "${pytest[@]}" --durations=40 "$@" || status=$?
+elif [ "$status" -eq 0 ]; then
+  # The whole suite, in two runs (tests/support/lanes.py says why). First the
+  # unit tests and the tests with a broker or database, in two processes
+  # (pytest-xdist, a module to a process at a time); then the end-to-end
+  # tests, the Spark clusters, the fault suites and Kubernetes, one at a time.
+  echo "== pytest: unit tests and tests with a broker or database, in 2 processes"
+  step "pytest, parallel lanes (2 processes)" \
+    "${pytest[@]}" -n 2 --dist loadscope --lane=parallel --durations=10 || status=$?
+  echo "== pytest: end-to-end, Spark clusters, fault suites, Kubernetes, one at a time"
+  "${pytest[@]}" --durations=30 --lane=serial || status=$?
+fi
+wait_background_lanes || status=1
 exit "$status"

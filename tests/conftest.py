@@ -31,8 +31,9 @@ from support.registry import SchemaRegistry
 
 from connect_runtime.tempdirs import sweep_stale_roots
 
-# The time table printed at the end of every run (support/timetable.py).
-pytest_plugins = ["support.timetable", "support.topics"]
+# The suite's lanes, their order and the time table printed at the end of every
+# run (support/lanes.py); the topics fixture (support/topics.py).
+pytest_plugins = ["support.lanes", "support.topics"]
 
 
 @pytest.fixture(scope="session", autouse=True)

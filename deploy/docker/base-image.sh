@@ -5,6 +5,7 @@
 # image name on stdout (progress goes to stderr):
 #
 #   bash deploy/docker/base-image.sh        # -> connect-runtime-base:bookworm
+#   bash deploy/docker/base-image.sh tarball  # -> the cached root file system only
 #
 # Why not FROM debian:bookworm-slim: the machines this project is built and
 # tested on reach Debian's mirror and the language registries, not Docker Hub.
@@ -38,10 +39,13 @@ log() { echo "base-image.sh: $*" >&2; }
 key="$(printf '%s\n' "$recipe" "$suite" "${packages[@]}" | sha256sum | cut -c1-16)"
 tarball="$cache/$suite-$key.tar.gz"
 label=org.connect-runtime.base-key
+mode="${1:-image}"
+case "$mode" in image|tarball) ;; *) log "usage: base-image.sh [tarball]"; exit 2 ;; esac
 
-current="$(docker image inspect --format "{{ index .Config.Labels \"$label\" }}" "$image" \
+current=""
+[ "$mode" = tarball ] || current="$(docker image inspect --format "{{ index .Config.Labels \"$label\" }}" "$image" \
            2>/dev/null || true)"
-if [ "$current" = "$key" ] && [ "${BASE_REFRESH:-0}" != 1 ]; then
+if [ "$mode" = image ] && [ "$current" = "$key" ] && [ "${BASE_REFRESH:-0}" != 1 ]; then
   echo "$image"
   exit 0
 fi
@@ -112,6 +116,7 @@ EOF
 if [ ! -f "$tarball" ] || [ "${BASE_REFRESH:-0}" = 1 ]; then
   make_rootfs
 fi
+[ "$mode" = image ] || { echo "$tarball"; exit 0; }
 
 log "importing $tarball as $image"
 # An imported image has no config at all; give it what debian:bookworm-slim has.

@@ -5,6 +5,7 @@
 #   bash deploy/docker/build.sh                                   # connect-runtime:<version>
 #   BASE_IMAGE=debian:bookworm-slim bash deploy/docker/build.sh   # a base you can pull
 #   IMAGE=registry.example.com/connect-runtime:dev bash deploy/docker/build.sh
+#   bash deploy/docker/build.sh inputs    # steps 1 and 2 only, without a dockerd
 #
 # The image's Python packages come from a wheelhouse made here, on the host, and
 # are installed in the image with pip --no-index: the build needs PyPI (once),
@@ -37,10 +38,16 @@ ctx="$cache/image-context"
 log() { echo "build.sh: $*" >&2; }
 die() { log "$*"; exit 1; }
 
+# "inputs": make the base's root file system and the dependency wheels, the
+# slow part on a new machine, and stop before anything needs a dockerd
+# (deploy/test.sh runs it beside the tests).
+mode="${1:-image}"
+case "$mode" in image|inputs) ;; *) die "usage: build.sh [inputs]" ;; esac
+
 [ -x "$python" ] || die "no $python: run deploy/setup.sh first, or set PYTHON"
 "$python" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' \
   || die "$python is not Python 3.11, the image's (Debian bookworm) interpreter"
-docker version --format '{{.Server.Version}}' >/dev/null \
+[ "$mode" = inputs ] || docker version --format '{{.Server.Version}}' >/dev/null \
   || die "no dockerd at ${DOCKER_HOST:-the default socket}; set DOCKER_HOST"
 
 version="$(cd "$repo" && "$python" -c \
@@ -58,7 +65,11 @@ trap 'rm -rf "$work"' EXIT
 
 # --- 1. base image -----------------------------------------------------------
 base="${BASE_IMAGE:-}"
-[ -n "$base" ] || base="$(bash "$here/base-image.sh")"
+if [ "$mode" = inputs ]; then
+  [ -n "$base" ] || bash "$here/base-image.sh" tarball >/dev/null
+elif [ -z "$base" ]; then
+  base="$(bash "$here/base-image.sh")"
+fi
 
 # --- 2. dependency wheels ----------------------------------------------------
 # Pins: what .venv holds, as name==version (constraints cannot carry direct
@@ -102,6 +113,8 @@ if ! deps_current; then
   rm -rf "$ctx/wheels/deps" && mv "$ctx/wheels/deps.tmp" "$ctx/wheels/deps"
   cp "$work/requirements.txt" "$ctx/requirements.txt"
 fi
+
+[ "$mode" = image ] || { log "the image's inputs are ready (${SECONDS}s)"; exit 0; }
 
 # --- 3. the project's wheel --------------------------------------------------
 log "building the connect-runtime $version wheel"

@@ -1,8 +1,10 @@
 """One real worker (Spark local[8]) shared by the end-to-end tests of a session.
 
 Tests create connectors with unique names and topics, so they do not see each
-other's data; a test that needs its own worker (for instance to kill it) starts
-one with :class:`support.workers.WorkerProcess`.
+other's data, and the connectors a test created on the shared worker are
+deleted after it: a connector left running would hold its Spark task slots
+(8) and its CPU for the rest of the session. A test that needs its own worker
+(for instance to kill it) starts one with :class:`support.workers.WorkerProcess`.
 """
 
 from __future__ import annotations
@@ -28,3 +30,18 @@ def worker(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory,
         code = proc.stop()
         # A clean SIGTERM shutdown is part of the contract.
         assert code == 0, f"worker exited with {code} on SIGTERM:\n{proc.tail()}"
+
+
+@pytest.fixture(autouse=True)
+def _delete_the_tests_connectors(request: pytest.FixtureRequest) -> Iterator[None]:
+    """After a test that used the shared worker, delete the connectors it created."""
+    if "worker" not in request.fixturenames:
+        yield
+        return
+    shared: WorkerProcess = request.getfixturevalue("worker")
+    before = set(shared.rest("GET", "/connectors").json())
+    yield
+    if shared.proc is None or shared.proc.poll() is not None:
+        return  # the session fixture will say what happened to it
+    for name in set(shared.rest("GET", "/connectors").json()) - before:
+        shared.rest("DELETE", f"/connectors/{name}")

@@ -91,18 +91,18 @@ def order(items: list[pytest.Item], lanes: dict[str, str]) -> list[tuple[pytest.
     module_lane: dict[str, str] = {}
     for item in items:
         module = item.nodeid.split("::", 1)[0]
-        lane, current = lanes[item.nodeid], module_lane.get(module)
-        if current is None or LANES.index(lane) > LANES.index(current):
-            module_lane[module] = lane
+        current = module_lane.get(module)
+        if current is None or LANES.index(lanes[item.nodeid]) > LANES.index(current):
+            module_lane[module] = lanes[item.nodeid]
 
     def deploy(item: pytest.Item) -> bool:
         return Path(str(item.path)).is_relative_to(DEPLOY_TESTS)
 
-    def lane(item: pytest.Item) -> str:
+    def lane_of_module(item: pytest.Item) -> str:
         return module_lane[item.nodeid.split("::", 1)[0]]
 
-    ordered = sorted(items, key=lambda item: (deploy(item), LANES.index(lane(item))))
-    return [(item, lane(item) in PARALLEL and not deploy(item)) for item in ordered]
+    ordered = sorted(items, key=lambda item: (deploy(item), LANES.index(lane_of_module(item))))
+    return [(item, lane_of_module(item) in PARALLEL and not deploy(item)) for item in ordered]
 
 
 class TimeTable:
@@ -141,7 +141,8 @@ class TimeTable:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if not self.controller:
             return
-        lane = dict(report.user_properties).get("lane") or self.lane.get(report.nodeid, UNIT)
+        told = dict(report.user_properties).get("lane")
+        lane = told if isinstance(told, str) else self.lane.get(report.nodeid, UNIT)
         self.by_lane[lane] += report.duration
         self.by_file[report.nodeid.split("::", 1)[0]] += report.duration
         if report.when == "call":
@@ -159,6 +160,8 @@ class TimeTable:
     @pytest.hookimpl(trylast=True)  # after --durations' list: the last thing before the result
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         steps, lanes_elsewhere = read_times(os.environ.get("CONNECT_TEST_TIMES"))
+        if self.only != "serial":  # a parallel run's own lines are its lanes already
+            lanes_elsewhere = {}
         for lane, (seconds, tests) in lanes_elsewhere.items():
             self.by_lane[lane] += seconds
             self.tests[lane] += tests

@@ -77,7 +77,7 @@ tools="deploy/kubernetes/tools.sh"
 # both cores and the image's inputs several more: longer than anything else in
 # the set-up. So they do not hold the tests up: they run in background lanes at
 # the lowest CPU and I/O priority, taking what the tests leave idle, and the
-# tests that need them run last (tests/conftest.py orders them), each waiting
+# tests that need them run last (tests/support/lanes.py orders them), each waiting
 # on its tool's cache lock (tools.sh, build.sh) if the build is still going.
 # The partition suite needs Toxiproxy earlier, so it is built first. Warm,
 # every build is a cache lookup of a second or less.

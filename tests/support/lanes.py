@@ -45,6 +45,8 @@ from pathlib import Path
 
 import pytest
 
+from support import TESTS
+
 WARN_AFTER_S = 45 * 60
 SLOWEST_FILES = 12
 
@@ -78,9 +80,14 @@ def lane_of(item: pytest.Item) -> str:
     return UNIT
 
 
-DEPLOY_TESTS = Path(__file__).parent.parent / "deploy"
+DEPLOY_TESTS = TESTS / "deploy"
 # The lanes a --lane=parallel run takes: their tests share the machine well.
 PARALLEL = (UNIT, SERVICES)
+
+
+def module_of(nodeid: str) -> str:
+    """The test file of a test id (``tests/e2e/test_x.py::test_y`` -> its path part)."""
+    return nodeid.split("::", 1)[0]
 
 
 def order(items: list[pytest.Item], lanes: dict[str, str]) -> list[tuple[pytest.Item, bool]]:
@@ -90,7 +97,7 @@ def order(items: list[pytest.Item], lanes: dict[str, str]) -> list[tuple[pytest.
     (the sort is stable)."""
     module_lane: dict[str, str] = {}
     for item in items:
-        module = item.nodeid.split("::", 1)[0]
+        module = module_of(item.nodeid)
         current = module_lane.get(module)
         if current is None or LANES.index(lanes[item.nodeid]) > LANES.index(current):
             module_lane[module] = lanes[item.nodeid]
@@ -99,7 +106,7 @@ def order(items: list[pytest.Item], lanes: dict[str, str]) -> list[tuple[pytest.
         return Path(str(item.path)).is_relative_to(DEPLOY_TESTS)
 
     def lane_of_module(item: pytest.Item) -> str:
-        return module_lane[item.nodeid.split("::", 1)[0]]
+        return module_lane[module_of(item.nodeid)]
 
     ordered = sorted(items, key=lambda item: (deploy(item), LANES.index(lane_of_module(item))))
     return [(item, lane_of_module(item) in PARALLEL and not deploy(item)) for item in ordered]
@@ -144,7 +151,7 @@ class TimeTable:
         told = dict(report.user_properties).get("lane")
         lane = told if isinstance(told, str) else self.lane.get(report.nodeid, UNIT)
         self.by_lane[lane] += report.duration
-        self.by_file[report.nodeid.split("::", 1)[0]] += report.duration
+        self.by_file[module_of(report.nodeid)] += report.duration
         if report.when == "call":
             self.tests[lane] += 1
 

@@ -27,7 +27,7 @@ from kafka_connect import KafkaConnect
 from kafka_connect_api.kafka_connect_api import Api, Cluster
 from support.kafka import free_port, wait_for
 from support.tls import PASSWORD, https_settings, make_pki, tools_missing
-from support.workers import WorkerProcess
+from support.workers import WorkerProcess, stop_all
 
 from connect_runtime.security.rest_auth import BASIC_AUTH_EXTENSION, PROPERTY_FILE_LOGIN_MODULE
 
@@ -70,7 +70,7 @@ def cluster(request: pytest.FixtureRequest) -> Iterator[list[WorkerProcess]]:
     """Workers a test starts; stopped (gracefully, checked) at the end."""
     workers: list[WorkerProcess] = []
     yield workers
-    codes = [w.stop() for w in workers]
+    codes = stop_all(workers)
     assert codes == [0] * len(workers), [w.tail() for w in workers]
 
 

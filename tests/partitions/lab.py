@@ -39,7 +39,7 @@ from network import Host, Network
 from support.cluster import running, wait_agreed_leader
 from support.kafka import Broker, wait_for
 from support.spark_standalone import Place, SparkStandaloneCluster
-from support.workers import WorkerProcess
+from support.workers import WorkerProcess, stop_all
 
 REPO = Path(__file__).resolve().parents[2]
 TOOLS_SH = REPO / "deploy" / "kubernetes" / "tools.sh"
@@ -250,7 +250,7 @@ class Lab:
         for worker in self.workers:
             if worker.proc is not None and worker.proc.poll() is None:
                 worker.signal_tree(signal.SIGCONT)
-            worker.stop(timeout=60)
+        stop_all(self.workers)
         for proxy in self.proxies:
             proxy.stop()
         if self.spark is not None:

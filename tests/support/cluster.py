@@ -19,7 +19,7 @@ from pathlib import Path
 import httpx
 
 from support.kafka import free_port, wait_for
-from support.workers import WorkerProcess
+from support.workers import WorkerProcess, stop_all
 
 __all__ = ["Cluster", "LeaderView", "agreed_leader", "ask_leader", "wait_agreed_leader"]
 
@@ -106,8 +106,7 @@ class Cluster:
         return self
 
     def stop(self) -> None:
-        for w in self.workers:
-            w.stop(timeout=60)
+        stop_all(self.workers)
 
     def alive(self) -> list[WorkerProcess]:
         return running(self.workers)

@@ -24,7 +24,7 @@ from support import TESTS
 from support.kafka import group_settings, wait_for
 from support.processes import process_tree
 
-__all__ = ["TEST_CONNECTORS", "WorkerProcess"]
+__all__ = ["TEST_CONNECTORS", "WorkerProcess", "stop_all"]
 TEST_CONNECTORS = TESTS / "e2e"  # testconnectors.py lives here
 
 
@@ -75,6 +75,7 @@ class WorkerProcess:
         self.standalone = standalone
         self.config_files = None if config_files is None else tuple(config_files)
         self.proc: subprocess.Popen[bytes] | None = None
+        self._terminated = False  # SIGTERM sent to this proc: a second one would kill it
         self.log_path = workdir / f"worker-{port}.log"
 
     def start(self, wait: bool = True) -> WorkerProcess:
@@ -91,6 +92,7 @@ class WorkerProcess:
         log = self.log_path.open("ab")
         mode = [] if self.standalone is None else ["standalone"]
         files = [str(f) for f in self.standalone or ()]
+        self._terminated = False
         self.proc = subprocess.Popen(
             [*self.prefix, self.python, "-m", "connect_runtime.cli", *mode, *configs, *files],
             cwd=self.cwd,
@@ -140,17 +142,24 @@ class WorkerProcess:
             if sig == signal.SIGKILL:
                 return  # the killed have no children left to find
 
-    def stop(self, timeout: float = 60) -> int | None:
-        """SIGTERM, wait (graceful task stop), then SIGKILL the whole process group.
+    def terminate(self) -> None:
+        """Ask the worker to stop (SIGTERM, once) without waiting: :func:`stop_all`
+        stops several at once. A worker a test left SIGSTOPped is resumed first,
+        so it can stop gracefully."""
+        if self.proc is None or self.proc.poll() is not None or self._terminated:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGCONT)
+        self.proc.send_signal(signal.SIGTERM)
+        self._terminated = True
 
-        A worker a test left SIGSTOPped is resumed first, so it can stop gracefully.
-        """
+    def stop(self, timeout: float = 60) -> int | None:
+        """:meth:`terminate`, wait (graceful task stop), then SIGKILL the whole
+        process group; the worker's exit status, None if it had to be killed."""
         if self.proc is None:
             return None
         if self.proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, signal.SIGCONT)
-            self.proc.send_signal(signal.SIGTERM)
+            self.terminate()
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.proc.wait(timeout)
         code = self.proc.poll()
@@ -179,3 +188,12 @@ class WorkerProcess:
 
     def slots(self) -> list[dict[str, Any]]:
         return list(self.rest("GET", "/internal/tasks").json())
+
+
+def stop_all(workers: Sequence[WorkerProcess], timeout: float = 60) -> list[int | None]:
+    """Stop ``workers`` together, as a cluster's pods are deleted together: each
+    is told first, then each is waited for (:meth:`WorkerProcess.stop`), so the
+    graceful stops overlap instead of adding up. The exit statuses, in order."""
+    for worker in workers:
+        worker.terminate()
+    return [worker.stop(timeout) for worker in workers]

@@ -20,6 +20,8 @@
     ├── AlreadyExistsException       the connector already exists        (REST 409)
     ├── ConflictException            state changed under the request     (REST 409)
     ├── BadRequestException          the request itself is malformed     (REST 400)
+    │   ├── RecordTooLargeException  (storage.config_store) a config is larger than a
+    │   │                            config-topic record may be
     │   └── InvalidSlotMessage       (protocol.slot_channel) a slot's hello, report or
     │       │                        answer is malformed
     │       └── InvalidSlotMetrics   its metrics do not parse: ignored, as a keepalive
@@ -126,6 +128,12 @@ class ConflictException(ConnectError):
 
 class BadRequestException(ConnectError):
     """The request is malformed or not allowed as sent (REST 400)."""
+
+
+class RecordTooLargeException(BadRequestException):
+    """What a request asked to write would be a record larger than its topic takes
+    (the producer's ``message.max.bytes``, or the broker's MSG_SIZE_TOO_LARGE):
+    nothing was written."""
 
 
 class RequestSignatureException(ConnectError):

@@ -6,6 +6,12 @@ it). Every write here checks leadership first (NotLeaderException: the REST
 layer forwards the request to the leader), turns a fenced write into a 409 that
 says the request was not applied (never a silent drop), and wakes the reconcile
 thread, which then acts on what was written.
+
+The writer heals itself: a leader whose store holds no producer (a fenced or
+fatal write dropped it) claims one again before its next write, while the
+group still assigns it the config topic's partition. A claim that fails
+answers that request, and ``/health`` says the leader cannot write
+(:attr:`ConfigWriter.cannot_write`) until a claim succeeds.
 """
 
 from __future__ import annotations
@@ -74,6 +80,9 @@ class ConfigWriter:
         self._is_member_leader = is_member_leader
         self._wake = wake
         self._lock = threading.Lock()  # one write at a time through the one producer
+        # Why the last claim of the producer failed; None once one succeeded.
+        # Written under _lock, read by /health without it (a str swap is atomic).
+        self.cannot_write: str | None = None
         # Per connector name: from "is the name free?" to its config written.
         self._create_locks: dict[str, threading.Lock] = {}
         self._create_locks_guard = threading.Lock()
@@ -89,23 +98,34 @@ class ConfigWriter:
         """A config-topic write by the leader; a fenced write is an error, never a drop."""
         self.require_leader(what)
         with self._lock:
+            self._claim_if_dropped()
             try:
                 write()
             except ProducerFencedError as e:
                 # Another worker claimed connect-cluster-<group.id>: we may be a zombie.
-                # If the group still says we lead, claim again for the next request.
-                if self._is_member_leader():
-                    threading.Thread(target=self._reclaim, daemon=True).start()
+                # The next write claims again if the group still says we lead.
                 raise ConflictException(
                     f"Cannot {what}: this worker's config-topic producer was fenced by a "
                     f"newer leader ({e}); the request was not applied. Retry it.") from e
         self._wake()
 
-    def _reclaim(self) -> None:
+    def _claim_if_dropped(self) -> None:
+        """Claim the config topic's producer again if a failed write dropped it and
+        the group still assigns this worker the config topic's partition (else
+        claiming would fence the real leader: the write is refused as a
+        follower's). Called under ``_lock``."""
+        if self._store.has_write_privileges or not self._is_member_leader():
+            return
         try:
             self._store.claim_write_privileges()
-        except Exception:
-            log.exception("re-claiming config-topic write privileges failed")
+        except Exception as e:
+            self.cannot_write = str(e)
+            log.error("the leader cannot write the config topic: claiming its producer "
+                      "failed (%s)", e)
+            raise
+        if self.cannot_write is not None:
+            log.info("the leader can write the config topic again")
+        self.cannot_write = None
 
     def rotate_session_key(self) -> None:
         """Write a new session key if the current one is due (KIP-507)."""

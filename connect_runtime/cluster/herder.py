@@ -218,6 +218,8 @@ class DistributedHerder:
             self._leader_seen = True
         if not self._reconciler.alive:
             return HealthInfo("unhealthy", "The worker's herder thread has stopped.")
+        if self.is_leader and (why := self.writer.cannot_write) is not None:
+            return HealthInfo("unhealthy", f"The leader cannot write the config topic: {why}")
         if (failure := self.membership_failure()) is not None:
             # Out of the group for good: it can never lead or take over again.
             return HealthInfo("unhealthy", f"The worker left its group: {failure}")

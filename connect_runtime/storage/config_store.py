@@ -41,6 +41,15 @@ one transaction per write. :meth:`ConfigStore.claim_write_privileges` calls
 store raises ProducerFencedError and must claim privileges again. Every write
 reads the topic to the end before returning, so the next :meth:`snapshot`
 includes it.
+
+Any failed write drops the producer (Connect does the same): after a
+failed batch an idempotent producer's sequence numbers have a gap that only a
+new epoch closes (an abort is not enough: the next transaction fails with
+OUT_OF_ORDER_SEQUENCE_NUMBER), and claiming again starts one. The config
+writer claims again before its next write (cluster.config_writer). A record
+larger than the producer may send (``message.max.bytes``) is refused before
+the transaction begins, with the producer kept (RecordTooLargeException, a
+400); one the broker refuses as too large is the same error, after the drop.
 """
 
 from __future__ import annotations
@@ -54,10 +63,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
-from confluent_kafka import KafkaException, Producer
+from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 
-from connect_runtime.errors import NotLeaderException, translate_kafka_error
+from connect_runtime.errors import (
+    NotLeaderException,
+    RecordTooLargeException,
+    translate_kafka_error,
+)
 from connect_runtime.kafka.clients import ClientSettings, create_admin, create_producer
 from connect_runtime.kafka.log import KafkaBasedLog, read_topic_to_end
 
@@ -541,8 +554,9 @@ class ConfigStore:
     :meth:`read_to_end` at will, :meth:`claim_write_privileges` on becoming
     leader, writes, :meth:`stop`. A write without privileges raises
     NotLeaderException. Every write is one transaction, then a read to the end
-    (at most ``timeout`` each); a failed write drops the privileges (Connect
-    does the same), so the caller must claim them again.
+    (at most ``timeout`` each). A failed write drops the privileges
+    (:attr:`has_write_privileges` turns false), so the caller must claim them
+    again; a record over ``message.max.bytes`` is refused before, keeping them.
     """
 
     def __init__(
@@ -570,6 +584,9 @@ class ConfigStore:
         self._started = False
         self._producer: Producer | None = None
         self._write_lock = threading.Lock()
+        # librdkafka refuses a record whose size on the wire exceeds this.
+        self._max_record_bytes = int(clients.producer_config().get(
+            "message.max.bytes", LIBRDKAFKA_MESSAGE_MAX_BYTES))
         self._log = KafkaBasedLog(topic, clients.consumer_config(), self._admin, self._on_record,
                                   isolation_level="read_committed",
                                   client_id=f"connect-runtime-config-{topic}")
@@ -704,6 +721,7 @@ class ConfigStore:
 
     def _write(self, records: Sequence[tuple[str, bytes | None]], timeout: float) -> None:
         context = f"write {', '.join(k for k, _ in records)} to config topic {self.topic}"
+        self._check_sizes(records, context)
         with self._write_lock:
             producer = self._producer
             if producer is None:
@@ -717,8 +735,29 @@ class ConfigStore:
             except KafkaException as e:
                 self._producer = None
                 _discard(producer)
-                raise translate_kafka_error(e, context) from e
+                error = translate_kafka_error(e, context)
+                if error.code in _TOO_LARGE:  # the broker's limit is below the producer's
+                    raise RecordTooLargeException(
+                        f"Cannot {context}: the broker refused a record as too large for "
+                        f"the topic ({error}); nothing was written") from e
+                raise error from e
         self.read_to_end(timeout)
+
+    def _check_sizes(self, records: Sequence[tuple[str, bytes | None]], context: str) -> None:
+        for key, value in records:
+            size = len(key.encode()) + len(value or b"") + RECORD_OVERHEAD_BYTES
+            if size > self._max_record_bytes:
+                raise RecordTooLargeException(
+                    f"Cannot {context}: record {key} would be {size} bytes, over the "
+                    f"{self._max_record_bytes} bytes a config-topic record may have (the "
+                    "worker's producer message.max.bytes); nothing was written")
+
+
+# librdkafka's default message.max.bytes; a record's framing on the wire beyond
+# its key and value (RD_KAFKAP_MESSAGE_V2_MAX_OVERHEAD is under 64 bytes).
+LIBRDKAFKA_MESSAGE_MAX_BYTES = 1_000_000
+RECORD_OVERHEAD_BYTES = 64
+_TOO_LARGE = frozenset({KafkaError.MSG_SIZE_TOO_LARGE})
 
 
 def _discard(producer: Producer) -> None:

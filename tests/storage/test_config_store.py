@@ -11,7 +11,11 @@ import pytest
 from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 
-from connect_runtime.errors import NotLeaderException, ProducerFencedError
+from connect_runtime.errors import (
+    NotLeaderException,
+    ProducerFencedError,
+    RecordTooLargeException,
+)
 from connect_runtime.kafka.clients import create_producer
 from connect_runtime.kafka.log import read_topic_to_end
 from connect_runtime.kafka.topics import ensure_topic
@@ -256,6 +260,50 @@ def test_target_state_reads_v2_then_falls_back_to_state(
     assert snap.target_state("old") == "PAUSED"
     assert snap.target_state("new") == "STOPPED"
     assert snap.target_state("plain") == "STARTED"
+
+
+def test_a_config_over_the_record_limit_is_refused_and_the_next_write_succeeds(
+    kafka_bootstrap: str, admin: AdminClient, topic: str, stores: Callable[..., ConfigStore],
+) -> None:
+    """Refused before the transaction begins, naming the record and the limit;
+    the producer stays, so the leader goes on writing."""
+    leader = stores()
+    leader.claim_write_privileges()
+    with pytest.raises(RecordTooLargeException) as refused:
+        leader.put_connector_config("big", {"blob": "x" * 1_100_000}, "STARTED")
+    assert "connector-big" in str(refused.value) and "1000000 bytes" in str(refused.value)
+    assert leader.has_write_privileges
+    leader.put_connector_config("small", {"v": "1"}, "STARTED")
+    assert leader.snapshot().connector_config("small") == {"v": "1"}
+    assert not leader.snapshot().contains("big")
+    assert all(not key.endswith(b"-big") for key, _ in raw_records(kafka_bootstrap, admin, topic))
+
+
+def test_a_record_the_broker_refuses_is_too_large_and_a_new_claim_writes_again(
+    kafka_bootstrap: str, admin: AdminClient, topic: str, stores: Callable[..., ConfigStore],
+) -> None:
+    """The topic takes less than the producer sends (``max.message.bytes``): the
+    broker's MSG_SIZE_TOO_LARGE is the same RecordTooLargeException, the records
+    written before the big one in its transaction never become visible, and the
+    producer is dropped (its sequence numbers have a gap): a new claim writes."""
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
+
+    resource = ConfigResource("topic", topic, incremental_configs=[ConfigEntry(
+        "max.message.bytes", "4096", incremental_operation=AlterConfigOpType.SET)])
+    for future in admin.incremental_alter_configs([resource]).values():
+        future.result(30)
+    leader = stores()
+    leader.claim_write_privileges()
+    with pytest.raises(RecordTooLargeException) as refused:
+        leader.put_connector_config("big", {"blob": "x" * 20_000}, "PAUSED")
+    assert "broker refused" in str(refused.value), refused.value
+    assert not leader.has_write_privileges
+    leader.claim_write_privileges()
+    leader.put_connector_config("small", {"v": "1"}, "STARTED")
+    snap = leader.snapshot()
+    assert snap.connector_config("small") == {"v": "1"} and not snap.contains("big")
+    # The target state went first in the aborted transaction: not visible either.
+    assert all(not key.endswith(b"-big") for key, _ in raw_records(kafka_bootstrap, admin, topic))
 
 
 def test_a_new_leader_fences_the_old_one(

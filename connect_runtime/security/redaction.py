@@ -10,18 +10,44 @@ text it did not write itself (a connector's exception, a traceback) through
 Invariant: a value shorter than :data:`MIN_SECRET_LENGTH` is not scrubbed. A
 secret that short protects nothing, and replacing "1" or "on" wherever it
 occurs would make every trace unreadable.
+
+A secret is hidden in every form the runtime and its libraries print it
+(:func:`printed_forms`): as it is, as Python's ``repr`` and ``ascii`` write it
+inside either quote (a backslash doubled: a connector's exception that shows
+a config dict), as JSON writes it, and URL-encoded (an HTTP library's error
+naming a URL). Before, a secret with a backslash reached statuses, the
+dashboard and the log in its ``repr`` form.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import traceback
 from collections.abc import Iterable, Mapping
 from typing import Any
+from urllib.parse import quote, quote_plus
 
 from connect_runtime.api.config_def import HIDDEN, ConfigDef, Type
 
 MIN_SECRET_LENGTH = 4
+
+
+def printed_forms(secret: str) -> set[str]:
+    """``secret`` as it is and as each printer the runtime's texts pass through
+    writes it: ``repr``/``ascii`` (their escapes, the quotes unescaped, and each
+    quote escaped, as a string holding both quotes prints), JSON (ASCII-only
+    and not) and URL encoding (path and form)."""
+    forms = {secret}
+    for python in (repr(secret)[1:-1], ascii(secret)[1:-1]):
+        # repr escapes the quote it chose only when both occur: as printed, with
+        # neither quote escaped, and with each escaped (inside a longer string
+        # the choice of quote is that string's).
+        plain = python.replace("\\'", "'").replace('\\"', '"')
+        forms |= {python, plain, plain.replace("'", "\\'"), plain.replace('"', '\\"')}
+    forms |= {json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1]}
+    forms |= {quote(secret, safe=""), quote(secret), quote_plus(secret, safe="")}
+    return forms
 
 
 def password_keys(config_def: ConfigDef) -> frozenset[str]:
@@ -41,12 +67,13 @@ class Redactor:
         self.add(secrets)
 
     def add(self, secrets: Iterable[str]) -> None:
-        """Hide each of ``secrets`` from now on; also its text without the surrounding
-        whitespace (a secret file's trailing newline is rarely part of the message)."""
+        """Hide each of ``secrets`` from now on, in each of its :func:`printed_forms`;
+        also its text without the surrounding whitespace (a secret file's trailing
+        newline is rarely part of the message)."""
         for secret in secrets:
-            for form in (secret, secret.strip()):
-                if len(form) >= MIN_SECRET_LENGTH:
-                    self._secrets.add(form)
+            for text in {secret, secret.strip()}:
+                if len(text) >= MIN_SECRET_LENGTH:
+                    self._secrets |= printed_forms(text)
 
     def add_values(self, keys: Iterable[str], *configs: Mapping[str, Any]) -> None:
         """Hide the values ``configs`` hold for ``keys`` (a connector's PASSWORD keys)."""

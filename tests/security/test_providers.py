@@ -12,6 +12,7 @@ import logging
 import pickle
 import re
 from pathlib import Path
+from urllib.parse import quote, quote_plus
 
 import pytest
 
@@ -358,6 +359,29 @@ def test_the_redactor_hides_secrets_whole_and_stripped_but_not_tiny_ones() -> No
     assert len("on") < MIN_SECRET_LENGTH
     redactor.add_values(["db.password"], {"db.password": "literal-pw", "user": "admin"})
     assert redactor.scrub("literal-pw admin") == "[hidden] admin"
+
+
+@pytest.mark.parametrize("secret", [
+    "Enc\\Back\\SlashSecret", "it's \"quoted\"", "tab\tand\nnewline", "ünïcode-pässword",
+    "a/b?c=d&e f"])
+def test_a_secret_is_hidden_in_every_form_it_is_printed(secret: str) -> None:
+    """A connector's exception that shows its config (repr, inside a dict), a
+    JSON body, a URL, a log line: none shows the secret, in any form."""
+    redactor = Redactor([secret])
+    try:
+        raise ValueError(f"cannot log in with {{'password': {secret!r}, 'nested': {[secret]!r}}}")
+    except ValueError as e:
+        trace = redactor.format_exception(e)
+    printed = [trace, json.dumps({"trace": trace}), json.dumps({"pw": secret}),
+               json.dumps({"pw": secret}, ensure_ascii=False), repr(secret), ascii(secret),
+               f"https://registry/?password={quote_plus(secret)}",
+               f"https://registry/{quote(secret, safe='')}/x"]
+    for text in printed:
+        scrubbed = redactor.scrub(text)
+        assert secret not in scrubbed and "[hidden]" in scrubbed, (text, scrubbed)
+        for inner in (repr(secret)[1:-1], ascii(secret)[1:-1], json.dumps(secret)[1:-1],
+                      quote(secret, safe=""), quote_plus(secret)):
+            assert inner not in scrubbed, (text, scrubbed)
 
 
 def test_a_logged_exception_is_scrubbed_in_text_and_json(caplog: pytest.LogCaptureFixture

@@ -98,7 +98,13 @@ class WorkerProcess:
             cwd=self.cwd,
             env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         if wait:
-            self.wait_healthy()
+            try:
+                self.wait_healthy()
+            except BaseException:
+                # The caller gets no worker to stop: a fixture that failed here
+                # would leave it running, with its JVM, past the session.
+                self.stop(timeout=10)
+                raise
         return self
 
     def wait_healthy(self, timeout: float = 120) -> None:

@@ -52,6 +52,10 @@ def openapi_body(schema: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+# Deeper nesting than any body of the API needs; Jackson's own limit is 1,000.
+MAX_JSON_DEPTH = 64
+
+
 class _JsonNumber(str):
     """A JSON number kept as its source text, so error messages can still call it a number."""
 
@@ -92,10 +96,47 @@ async def read_json(request: Request) -> Any:
     except UnicodeDecodeError as exc:
         raise BadRequestException(f"Request body is not valid UTF-8: {exc}") from exc
     try:
-        return json.loads(text, parse_int=_JsonNumber, parse_float=_JsonNumber,
+        value = json.loads(text, parse_int=_JsonNumber, parse_float=_JsonNumber,
                            parse_constant=_reject_constant)
     except ValueError as exc:
         raise BadRequestException(f"Request body is not valid JSON: {exc}") from exc
+    except RecursionError as exc:
+        raise BadRequestException(
+            f"Request body is nested deeper than {MAX_JSON_DEPTH} levels") from exc
+    _check_shape(value)
+    return value
+
+
+def _check_shape(value: Any) -> None:
+    """Refuse what JSON allows but nothing downstream can hold: nesting deeper
+    than :data:`MAX_JSON_DEPTH` (recursive code further on would fail) and
+    strings with a lone surrogate (``"\\ud800"`` parses, but is no text: Kafka,
+    the config topic and every encoder refuse it). Iterative, so no depth
+    breaks it."""
+    todo: list[tuple[Any, int, str]] = [(value, 1, "$")]
+    while todo:
+        item, depth, where = todo.pop()
+        if isinstance(item, (dict, list)):
+            if depth > MAX_JSON_DEPTH:
+                raise BadRequestException(
+                    f"Request body is nested deeper than {MAX_JSON_DEPTH} levels (at {where})")
+            pairs = item.items() if isinstance(item, dict) else enumerate(item)
+            for key, child in pairs:
+                if isinstance(key, str):
+                    _check_text(key, f"a key in {where}")
+                todo.append((child, depth + 1, f"{where}.{key}" if isinstance(key, str)
+                             else f"{where}[{key}]"))
+        elif isinstance(item, str) and not isinstance(item, _JsonNumber):
+            _check_text(item, where)
+
+
+def _check_text(text: str, where: str) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise BadRequestException(
+            f"Request body holds a string that is not valid Unicode at {where[:200]}: "
+            f"{exc.reason} (a lone surrogate escape such as \\ud800)") from exc
 
 
 async def read_json_object(request: Request) -> dict[str, Any]:
@@ -171,7 +212,12 @@ def with_numbers(value: Any) -> Any:
     """
     if isinstance(value, _JsonNumber):
         text = str(value)
-        return float(text) if any(c in text for c in ".eE") else int(text)
+        try:
+            return float(text) if any(c in text for c in ".eE") else int(text)
+        except ValueError as exc:  # over Python's 4,300 digits for an int
+            raise BadRequestException(
+                f"Request body holds a number of {len(text)} digits ({text[:20]}...): "
+                "too long for an offset") from exc
     if isinstance(value, dict):
         return {key: with_numbers(item) for key, item in value.items()}
     if isinstance(value, list):

@@ -171,6 +171,39 @@ def test_body_that_is_not_utf8(client: AppClient) -> None:
     assert_connect_error(response, 400, "not valid UTF-8")
 
 
+def deep(levels: int) -> str:
+    return "[" * levels + "]" * levels
+
+
+@pytest.mark.parametrize(("method", "path", "body", "message"), [
+    ("POST", "/connectors", '{"name": "x", "config": ' + deep(1000) + "}",
+     "nested deeper than 64 levels"),
+    ("POST", "/connectors", '{"name": "x", "config": ' + deep(100_000) + "}",
+     "nested deeper than 64 levels"),
+    ("PUT", "/connector-plugins/SequenceSourceConnector/config/validate", deep(1000),
+     "nested deeper than 64 levels"),
+    ("PATCH", "/connectors/conn/offsets", '{"offsets": ' + deep(1000) + "}",
+     "nested deeper than 64 levels"),
+    ("POST", "/connectors", '{"name": "a\\ud800b", "config": {"connector.class": "x"}}',
+     "not valid Unicode at $.name"),
+    ("PUT", "/connectors/conn/config", '{"connector.class": "x", "k": "\\udfff"}',
+     "not valid Unicode at $.k"),
+    ("PUT", "/connectors/conn/config", '{"\\ud800": "v"}', "not valid Unicode at a key"),
+    ("PATCH", "/connectors/conn/offsets",
+     '{"offsets": [{"partition": {"p": 1}, "offset": {"n": ' + "9" * 5001 + "}}]}",
+     "a number of 5001 digits"),
+])
+def test_bodies_nothing_downstream_can_hold_are_400(
+        client: AppClient, herder: FakeHerder, method: str, path: str, body: str,
+        message: str) -> None:
+    """JSON that parses but that recursion, encoders or ``int`` would fail on:
+    each answered 400 naming why, never 500, and the herder never called."""
+    before = len(herder.calls)
+    response = client.request(method, path, content=body, headers=JSON_HEADERS)
+    assert_connect_error(response, 400, message)
+    assert herder.calls[before:] == []
+
+
 @pytest.mark.parametrize(("body", "message"), [
     ({"config": CONFIG}, "Connector name may not be empty"),
     ({"name": "", "config": CONFIG}, "Connector name may not be empty"),

@@ -31,6 +31,12 @@ class MemoryConfigStore:
         self._lock = threading.Lock()  # guards state's read-modify-write
         self.state = ClusterConfigState(offset=0)
 
+    # The in-memory topic always accepts the leader's writes: nothing to claim.
+    has_write_privileges = True
+
+    def claim_write_privileges(self) -> None:
+        pass
+
     def snapshot(self) -> ClusterConfigState:
         return self.state
 

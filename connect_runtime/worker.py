@@ -460,7 +460,8 @@ def build_app(herder: DistributedHerder) -> Any:
                       allow_origin=str(herder.config["access.control.allow.origin"]),
                       allow_methods=str(herder.config["access.control.allow.methods"]),
                       basic_auth=herder.config.rest_credentials,
-                      forward_tls=_client_context(herder.config))
+                      forward_tls=_client_context(herder.config),
+                      max_body_bytes=int(herder.config["rest.request.max.bytes"]))
 
 
 def _client_context(config: WorkerConfig) -> ssl.SSLContext | None:

@@ -17,6 +17,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from connect_runtime.cluster.herder_api import Herder
 from connect_runtime.errors import NotLeaderException
 from connect_runtime.rest.basic_auth import BasicAuthMiddleware
+from connect_runtime.rest.body_limit import DEFAULT_MAX_BODY_BYTES, BodyLimitMiddleware
 from connect_runtime.rest.cross_site import AllowedOrigins, CrossSiteRequestMiddleware
 from connect_runtime.rest.errors import UnhandledErrorMiddleware, install_error_handlers
 from connect_runtime.rest.openapi import errors, install_openapi
@@ -95,6 +96,7 @@ def create_app(
     allow_methods: str = "",
     basic_auth: Mapping[str, str] | None = None,
     forward_tls: ssl.SSLContext | None = None,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
 ) -> FastAPI:
     """A FastAPI app serving Kafka Connect's REST API backed by ``herder``.
 
@@ -114,6 +116,9 @@ def create_app(
       (:mod:`connect_runtime.rest.basic_auth`); None: no authentication.
     * ``forward_tls``: the client context for requests forwarded to an ``https://``
       leader (:meth:`connect_runtime.security.tls.ClientTls.context`).
+    * ``max_body_bytes``: the largest request body (``rest.request.max.bytes``),
+      checked before any route or credential check reads it
+      (:mod:`connect_runtime.rest.body_limit`).
 
     Every error answers ``{"error_code": <status>, "message": <text>}``; see
     :mod:`connect_runtime.rest.errors` for the mapping and
@@ -135,8 +140,10 @@ def create_app(
     # Before credentials are even looked at: a forged request from another site's
     # page carries the browser's credentials too (rest/cross_site.py).
     app.add_middleware(CrossSiteRequestMiddleware, allowed=AllowedOrigins.parse(allow_origin))
-    # Outermost: a browser's preflight carries no credentials and must still be answered.
+    # A browser's preflight carries no credentials and must still be answered.
     add_cors(app, allow_origin, allow_methods)
+    # Outermost: no layer or route may read a body past the limit.
+    app.add_middleware(BodyLimitMiddleware, max_bytes=max_body_bytes)
 
     app.include_router(root.router)
     # Connect's resources behind these declare @Consumes(application/json): 415

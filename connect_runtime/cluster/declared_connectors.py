@@ -44,6 +44,7 @@ from connect_runtime.config.connector_files import (
     DeclaredConnector,
     DirectoryScan,
     FileError,
+    ParsedFiles,
     load_connector_file,
     load_connector_files,
     scan_directory,
@@ -76,9 +77,10 @@ class DirectoryFiles:
     def __init__(self, directory: str) -> None:
         self.directory = directory
         self.description = f"declared.connectors.dir={directory}"
+        self._parsed = ParsedFiles()  # the scanning thread's
 
     def scan(self) -> DirectoryScan:
-        return scan_directory(self.directory)
+        return scan_directory(self.directory, self._parsed)
 
 
 class CommandLineFiles:

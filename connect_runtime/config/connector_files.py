@@ -45,6 +45,9 @@ __all__ = [
 STATES = ("RUNNING", "PAUSED", "STOPPED")
 _REQUEST_FIELDS = ("name", "config", "initial_state", "state")
 FILE_SUFFIXES = (".properties", ".json")
+# A connector's config must fit in one config-topic record (1 MB by default):
+# a larger file cannot be applied, so it is not read either.
+MAX_FILE_BYTES = 1_000_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,9 +159,17 @@ def load_connector_file(path: str | Path, label: str | None = None) -> DeclaredC
     """
     file = label if label is not None else str(path)
     try:
-        data = Path(path).read_bytes()
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            if size > MAX_FILE_BYTES:
+                raise ConfigException(f"{file}: the connector file is {size} bytes, over "
+                                      f"the {MAX_FILE_BYTES} a connector file may have")
+            data = f.read(MAX_FILE_BYTES + 1)
     except OSError as e:
         raise ConfigException(f"{file}: cannot read the connector file: {e.strerror}") from e
+    if len(data) > MAX_FILE_BYTES:  # grew between the size check and the read
+        raise ConfigException(f"{file}: the connector file is over the {MAX_FILE_BYTES} "
+                              "bytes a connector file may have")
     digest = hashlib.sha256(data).hexdigest()
     try:
         text = data.decode("utf-8")
@@ -182,13 +193,51 @@ def load_connector_files(paths: Sequence[str]) -> list[DeclaredConnector]:
     return declared
 
 
-def scan_directory(directory: str | Path) -> DirectoryScan:
-    """Every ``*.properties`` and ``*.json`` file directly in ``directory``.
+class ParsedFiles:
+    """What each connector file parsed to, reused while the file is unchanged (its
+    size, modification and change times and inode): a directory is scanned every
+    few seconds, and a large file parsed on every scan cost most of a core.
+
+    Owned by the one thread that scans (the declared connectors' loop).
+    """
+
+    def __init__(self) -> None:
+        self._entries: dict[str, tuple[tuple[int, ...], DeclaredConnector | str]] = {}
+
+    def load(self, path: Path, label: str) -> DeclaredConnector:
+        """:func:`load_connector_file`, or what it gave for the same file before."""
+        try:
+            st = os.stat(path)
+        except OSError as e:
+            raise ConfigException(f"{label}: cannot read the connector file: {e.strerror}") \
+                from e
+        key = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+        seen = self._entries.get(str(path))
+        if seen is None or seen[0] != key:
+            try:
+                result: DeclaredConnector | str = load_connector_file(path, label)
+            except ConfigException as e:
+                result = str(e)  # a message: re-raising one exception grows its traceback
+            seen = self._entries[str(path)] = (key, result)
+        if isinstance(seen[1], str):
+            raise ConfigException(seen[1])
+        return seen[1]
+
+    def keep_only(self, paths: set[str]) -> None:
+        """Forget the files no longer there."""
+        for gone in self._entries.keys() - paths:
+            del self._entries[gone]
+
+
+def scan_directory(directory: str | Path, cache: ParsedFiles | None = None) -> DirectoryScan:
+    """Every ``*.properties`` and ``*.json`` file directly in ``directory``;
+    ``cache`` reuses what unchanged files parsed to before.
 
     Hidden names are skipped: a Kubernetes ConfigMap volume holds ``..data`` and
     timestamped directories beside the symlinks that are its keys. Two files that
     declare the same connector are both errors (neither applies).
     """
+    parsed_files = cache if cache is not None else ParsedFiles()
     root = Path(directory)
     try:
         names = sorted(os.listdir(root))
@@ -204,9 +253,10 @@ def scan_directory(directory: str | Path) -> DirectoryScan:
             continue
         files.add(name)
         try:
-            parsed.append(load_connector_file(root / name, name))
+            parsed.append(parsed_files.load(root / name, name))
         except ConfigException as e:
             errors.append(FileError(name, str(e)))
+    parsed_files.keep_only({str(root / name) for name in files})
     by_name: dict[str, list[DeclaredConnector]] = {}
     for d in parsed:
         by_name.setdefault(d.name, []).append(d)

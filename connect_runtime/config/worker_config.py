@@ -151,6 +151,12 @@ WORKER_CONFIG_DEF = (
     .define("java.security.auth.login.config", Type.STRING, None, None, Importance.LOW,
             "The JAAS file whose KafkaConnect entry names the basic-auth credentials "
             "file (a JVM system property for Kafka Connect; -D... in KAFKA_OPTS works too).")
+    .define("rest.request.max.bytes", Type.INT, 5 * 1024 * 1024, Range.at_least(1024),
+            Importance.LOW,
+            "The largest request body the REST server accepts, in bytes: a larger "
+            "Content-Length is answered 413 before the body is read, a chunked body as "
+            "soon as it passes the limit (beyond Kafka Connect, which has no limit; "
+            "docs/rest.md#limits). A body that sends nothing for 30 s is answered 408.")
     .define("access.control.allow.origin", Type.STRING, "", None, Importance.LOW,
             "Value to set the Access-Control-Allow-Origin header to for REST API requests. "
             "To enable cross origin access, set this to the domain of the application that "

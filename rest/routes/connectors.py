@@ -74,18 +74,33 @@ _CREATE_SCHEMA: dict[str, Any] = {
 }
 
 
+_EXPANSIONS = ("status", "info")
+# Unknown expansions named in the one log line of a request, at most.
+_NAMED_UNKNOWN = 5
+
+
 def _expanded_listing(herder: Herder, expansions: list[str]) -> dict[str, dict[str, Any]]:
+    """Each expansion once, whatever the request repeats (``?expand=status`` 5,000
+    times is one status per connector); the unknown ones in one log line per
+    request, quoted and cut short, so a request cannot write a line of its own
+    choosing (``%0A``) or thousands of them (Connect logs one per connector and
+    expansion)."""
+    wanted = dict.fromkeys(expansions)
+    unknown = [e for e in wanted if e not in _EXPANSIONS]
+    if unknown:
+        named = ", ".join(repr(e[:40]) for e in unknown[:_NAMED_UNKNOWN])
+        more = len(unknown) - _NAMED_UNKNOWN
+        log.info("Ignoring unknown expansion type(s) %s%s", named,
+                 f" and {more} more" if more > 0 else "")
     out: dict[str, dict[str, Any]] = {}
     for name in herder.connectors():
         entry: dict[str, Any] = {}
         try:
-            for expansion in expansions:
+            for expansion in wanted:
                 if expansion == "status":
                     entry["status"] = herder.connector_status(name).to_dict()
                 elif expansion == "info":
                     entry["info"] = herder.connector_info(name).to_dict()
-                else:
-                    log.info("Ignoring unknown expansion type %s", expansion)
         except NotFoundException:
             # Deleted while we were listing: Connect leaves it out rather than fail.
             log.debug("Connector %s vanished while listing connectors", name)

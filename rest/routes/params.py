@@ -39,9 +39,9 @@ _SEGMENT_SAFE = "!$&'()*+,;=:@"
 # What check_connector_name accepts, for the OpenAPI document. A name in a body is
 # trimmed first (Java's String.trim: characters up to U+0020 at either end), so
 # there the pattern allows such characters around a core that starts and ends
-# with none of them and holds no ISO control character.
-_CONTROL = "\\u0000-\\u001f\\u007f-\\u009f"
-_CONTROL_OR_SPACE = "\\u0000-\\u0020\\u007f-\\u009f"
+# with none of them and holds no ISO control character and no '/'.
+_CONTROL = "\\u0000-\\u001f\\u007f-\\u009f/"
+_CONTROL_OR_SPACE = "\\u0000-\\u0020\\u007f-\\u009f/"
 CONNECTOR_NAME_SCHEMA: dict[str, Any] = {
     "type": "string",
     "minLength": 1,
@@ -98,8 +98,15 @@ def _is_iso_control(char: str) -> bool:
 
 
 def check_connector_name(name: str) -> None:
-    """Raise 400 if ``name`` is empty or contains ISO control characters."""
+    """Raise 400 if ``name`` is empty, contains ISO control characters (as Connect
+    does) or a ``/``: beyond Connect, whose Jetty then refuses every path naming
+    the connector, a ``/`` would make a connector no route can address (GET,
+    DELETE, stop: all 404), so it is refused at its creation."""
     if not name:
         raise BadRequestException("Connector name may not be empty")
     if any(_is_iso_control(c) for c in name):
         raise BadRequestException("Connector name should not contain ISO control characters")
+    if "/" in name:
+        raise BadRequestException(
+            f"Connector name may not contain '/': no REST path could name the connector "
+            f"(got {name[:100]!r})")

@@ -2,7 +2,7 @@
 claims it again before its next write, and says so in /health while it cannot.
 
 The store is a fake (the logic here is the writer's); tests/storage and
-tests/e2e/test_oversized_configs.py run the real store against the broker.
+tests/e2e/test_oversized_input.py run the real store against the broker.
 """
 
 from __future__ import annotations

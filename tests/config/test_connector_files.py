@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 
 from connect_runtime.config.connector_files import (
+    MAX_FILE_BYTES,
+    ParsedFiles,
     load_connector_file,
     load_connector_files,
     scan_directory,
@@ -85,3 +87,32 @@ def test_standalone_defaults_fill_what_connect_standalone_files_leave_out() -> N
     assert "offset.storage.file.filename" not in props
     assert props["group.id"] == "mine"
     assert props["offset.storage.topic"] == STANDALONE_DEFAULTS["offset.storage.topic"]
+
+
+def test_a_file_over_the_limit_is_an_error_without_being_read(tmp_path: Path) -> None:
+    """60 MB in declared.connectors.dir: before, re-read and re-parsed on every
+    poll (82% of a core, 160 to 624 MB of memory)."""
+    big = tmp_path / "big.json"
+    with big.open("wb") as f:
+        f.truncate(60 * 1024 * 1024)  # sparse: 60 MB of size, no disk
+    (tmp_path / "ok.properties").write_text("name=ok\nconnector.class=X\n")
+    scan = scan_directory(tmp_path)
+    assert [d.name for d in scan.connectors] == ["ok"]
+    [error] = scan.errors
+    assert error.file == "big.json"
+    assert f"is {60 * 1024 * 1024} bytes, over the {MAX_FILE_BYTES}" in error.message
+
+
+def test_an_unchanged_file_is_parsed_once_and_a_changed_one_again(tmp_path: Path) -> None:
+    cache = ParsedFiles()
+    path = tmp_path / "c.properties"
+    path.write_text("name=c\nconnector.class=X\n")
+    (tmp_path / "bad.json").write_text("{not json")
+    first, again = scan_directory(tmp_path, cache), scan_directory(tmp_path, cache)
+    assert again.connectors[0] is first.connectors[0]  # the same object: not parsed again
+    assert again.errors == first.errors and "not valid JSON" in first.errors[0].message
+    path.write_text("name=c\nconnector.class=Y\n")
+    changed = scan_directory(tmp_path, cache)
+    assert changed.connectors[0].config["connector.class"] == "Y"
+    path.unlink()
+    assert scan_directory(tmp_path, cache).connectors == ()

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import logging
+from urllib.parse import quote
+
 import pytest
 from fake_herder import PLUGIN_VERSION, SEQUENCE_CLASS, WORKER_ID, FakeHerder
-from rest_checks import AppClient
+from rest_checks import AppClient, assert_connect_error
 
 from connect_runtime.cluster.herder_api import HealthInfo
 
@@ -71,6 +74,22 @@ def test_unknown_expansion_still_gives_the_map_form(client: AppClient) -> None:
     assert client.get("/connectors?expand=bogus").json() == {"conn": {}}
 
 
+def test_a_flood_of_expansions_is_one_lookup_each_and_one_escaped_log_line(
+        client: AppClient, herder: FakeHerder, caplog: pytest.LogCaptureFixture) -> None:
+    """Before, 5,000 repeats gave 150,000 INFO lines for one request (here 2,000:
+    httpx's longest URL), and
+    ``%0A[...] ERROR FORGED`` wrote a line of the client's choosing."""
+    query = "&".join(["expand=x%0A[2026-12-07 00:00:00,000] ERROR FORGED"]
+                     + ["expand=status"] * 2000 + [f"expand=bogus{i}" for i in range(2000)])
+    with caplog.at_level(logging.DEBUG):
+        body = client.get(f"/connectors?{query}").json()
+    assert list(body["conn"]) == ["status"]
+    assert sum(call[0] == "connector_status" for call in herder.calls) == 1
+    lines = [r.getMessage() for r in caplog.records if "expansion" in r.getMessage()]
+    assert len(lines) == 1 and "and 1996 more" in lines[0], lines
+    assert "ERROR FORGED" in lines[0] and "\n" not in lines[0], lines
+
+
 def test_expand_skips_connectors_that_vanish_mid_listing(client: AppClient,
                                                          herder: FakeHerder) -> None:
     herder.ghosts.add("deleted-meanwhile")
@@ -97,9 +116,24 @@ def test_create_answers_201_with_location_and_info(client: AppClient,
 
 
 def test_create_location_url_encodes_the_name(client: AppClient) -> None:
-    response = client.post("/connectors", json={"name": "my conn/1?", "config": CONFIG})
+    response = client.post("/connectors", json={"name": "my conn%1?", "config": CONFIG})
     assert response.status_code == 201
-    assert response.headers["location"] == "/connectors/my%20conn%2F1%3F"
+    assert response.headers["location"] == "/connectors/my%20conn%251%3F"
+
+
+@pytest.mark.parametrize("name", ["a/b", "../etc", "a/../b", "/", "x/"])
+def test_a_name_with_a_slash_is_refused_since_no_path_could_address_it(
+        client: AppClient, herder: FakeHerder, name: str) -> None:
+    """Before, "a/b" was created (201, Location /connectors/a%2Fb), and then GET,
+    DELETE, PUT config, stop and status all answered 404."""
+    message = "Connector name may not contain '/'"
+    assert_connect_error(client.post("/connectors", json={"name": name, "config": CONFIG}),
+                         400, message)
+    # PUT: the %2F is a '/' again once decoded, so no route matches: 404.
+    assert_connect_error(client.put(f"/connectors/{quote(name, safe='')}/config",
+                                    json=CONFIG), 404)
+    assert not any(call[0] in {"create_connector", "put_connector_config"}
+                   for call in herder.calls)
 
 
 def test_create_trims_the_name_like_java(client: AppClient, herder: FakeHerder) -> None:

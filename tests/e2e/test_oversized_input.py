@@ -1,14 +1,22 @@
-"""A config too large for the config topic is refused, and the worker goes on writing.
+"""Oversized input, on a real worker: it is refused, and the worker goes on serving.
 
-Before, a 1.1 MB config answered 500 MSG_SIZE_TOO_LARGE and dropped the
-leader's config-topic producer: from then on every create, update, stop, delete
-and cluster-scope logger change answered 409 "no known leader URL" until a
-restart, while ``/health`` said healthy (docs/rest.md, "Limits").
+* A config too large for the config topic: before, a 1.1 MB config answered
+  500 MSG_SIZE_TOO_LARGE and dropped the leader's config-topic producer: from
+  then on every create, update, stop, delete and cluster-scope logger change
+  answered 409 "no known leader URL" until a restart, while ``/health`` said
+  healthy.
+* A 300 MB body on the route that needs no password: before, the worker read
+  it whole (90 MB to 629 MB of memory) and only then refused it.
+
+docs/rest.md, "Limits".
 """
 
 from __future__ import annotations
 
+import socket
+import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
@@ -78,4 +86,65 @@ def test_a_config_the_broker_refuses_is_400_and_the_leader_claims_its_writer_aga
     name = unique_name("big")
     assert create(worker, name, unique_name("t"), padding="x" * 200_000) == 400
     assert worker.rest("GET", f"/connectors/{name}").status_code == 404
+    assert_still_writes(worker, unique_name)
+
+
+BODY = 300 * 1024 * 1024
+# What the worker may grow by while refusing it: the 5 MiB limit and change.
+RSS_BOUND_MB = 50
+
+
+def rss_mb(pid: int) -> float:
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(next(line.split()[1] for line in status.splitlines()
+                    if line.startswith("VmRSS:"))) / 1024
+
+
+def send_until_answered(worker: WorkerProcess, head: bytes, piece: bytes) -> bytes:
+    """Send ``head``, then ``piece`` after ``piece`` (up to BODY bytes) until the
+    worker answers or closes; what it answered."""
+    host, port = worker.url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=60) as conn:
+        conn.sendall(head)
+        conn.setblocking(False)
+        answer, sent = b"", 0
+        while sent < BODY and not answer:
+            try:
+                conn.sendall(piece)
+                sent += len(piece)
+            except (BlockingIOError, BrokenPipeError, ConnectionResetError):
+                time.sleep(0.01)
+            try:
+                answer = conn.recv(65536)
+            except BlockingIOError:
+                continue
+            except ConnectionResetError:
+                break
+        conn.setblocking(True)
+        while answer.count(b"\r\n\r\n") == 0:
+            more = conn.recv(65536)
+            if not more:
+                break
+            answer += more
+    return answer
+
+
+def test_an_unauthenticated_300_mb_body_is_413_and_the_worker_does_not_hold_it(
+        worker: WorkerProcess, unique_name: Callable[[str], str]) -> None:
+    assert worker.proc is not None
+    before = rss_mb(worker.proc.pid)
+    host = worker.url.removeprefix("http://")
+    announced = send_until_answered(worker, (
+        f"PUT /connectors/x/fence HTTP/1.1\r\nHost: {host}\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {BODY}\r\n\r\n").encode(),
+        b"x" * 65536)
+    chunked = send_until_answered(worker, (
+        f"PUT /connectors/x/fence HTTP/1.1\r\nHost: {host}\r\n"
+        "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n").encode(),
+        b"10000\r\n" + b"x" * 65536 + b"\r\n")
+    grown = rss_mb(worker.proc.pid) - before
+    for answer in (announced, chunked):
+        assert answer.startswith(b"HTTP/1.1 413 "), answer[:300]
+        assert b'"error_code":413' in answer and b"rest.request.max.bytes" in answer
+    assert grown < RSS_BOUND_MB, f"the worker grew by {grown:.0f} MB"
     assert_still_writes(worker, unique_name)

@@ -112,6 +112,8 @@ class SparkTaskRunner:
             # of class loading on a 2-core machine (docs/spark.md).
             from pyspark import SparkConf, SparkContext
 
+            if (unsafe := self._settings.unauthenticated_rpc()) is not None:
+                log.warning("%s", unsafe)
             conf = SparkConf().setAppName(self._app_name)
             for key, value in driver_conf(self._settings.conf, self._driver_tmpdir).items():
                 conf.set(key, value)

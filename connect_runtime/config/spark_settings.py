@@ -93,6 +93,21 @@ class SparkSettings:
     def task_cpus(self) -> int:
         return int(self.conf.get("spark.task.cpus", "1"))
 
+    def unauthenticated_rpc(self) -> str | None:
+        """What to warn of when the driver's RPC port accepts anyone: with a cluster
+        master it listens beyond loopback, and without ``spark.authenticate`` any
+        client that reaches it can have the driver's process run code. None with
+        a local master (loopback only) or with authentication on."""
+        if self.local or _true(self.conf, "spark.authenticate"):
+            return None
+        where = self.conf.get("spark.driver.bindAddress") or self.conf.get(
+            "spark.driver.host") or "every interface of this host"
+        return (f"the Spark driver's RPC port (spark.driver.port) listens on {where} for "
+                f"{self.master} without spark.authenticate: whoever reaches it can run code "
+                "in this worker; set spark.authenticate=true and "
+                "spark.authenticate.secret, or keep the port off any network others "
+                "reach (docs/security.md#spark)")
+
 
 def spark_settings(worker_keys: Mapping[str, str]) -> SparkSettings:
     """The session settings for the worker's ``spark.*`` keys (see the module docstring).

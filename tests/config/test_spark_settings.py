@@ -60,3 +60,13 @@ def test_settings_that_break_task_semantics_are_refused_naming_the_key(
 def test_bounded_dynamic_allocation_is_accepted() -> None:
     spark_settings({"spark.dynamicAllocation.enabled": "true",
                     "spark.dynamicAllocation.maxExecutors": "4"})
+
+
+def test_a_cluster_master_without_authentication_is_warned_of() -> None:
+    """Its driver's RPC port listens beyond loopback: anyone reaching it runs code."""
+    warning = spark_settings({"spark.master": "spark://10.0.0.5:7077",
+                              "spark.driver.host": "10.0.0.9"}).unauthenticated_rpc()
+    assert warning is not None and "10.0.0.9" in warning and "spark.authenticate" in warning
+    assert spark_settings({"spark.master": "spark://10.0.0.5:7077",
+                           "spark.authenticate": "true"}).unauthenticated_rpc() is None
+    assert spark_settings({"spark.master": "local[4]"}).unauthenticated_rpc() is None

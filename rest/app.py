@@ -124,9 +124,14 @@ def create_app(
     :mod:`connect_runtime.rest.errors` for the mapping and
     :mod:`connect_runtime.rest.routes.forwarding` for the two-hop forwarding rule.
     """
+    # No /docs or /redoc: FastAPI's pages load Swagger UI and ReDoc from a public
+    # CDN (no integrity check) into the worker's origin, where the browser's saved
+    # credentials apply, and break on a machine without internet. /openapi.json
+    # stays: any local Swagger UI or client generator reads it (docs/rest.md).
     app = FastAPI(
         title="connect-runtime",
         summary="Kafka Connect's REST API, for exactly-once source connectors on Spark",
+        docs_url=None, redoc_url=None,
     )
     app.state.herder = herder
     app.state.internal_request_verifier = internal_request_verifier

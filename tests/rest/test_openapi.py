@@ -127,3 +127,11 @@ def test_unknown_top_level_fields_are_documented_where_refused(schema: dict[str,
     validate = schema["paths"]["/connector-plugins/{plugin}/config/validate"]["put"][
         "requestBody"]["content"]["application/json"]["schema"]
     assert validate["additionalProperties"] == {"type": "string"}
+
+
+@pytest.mark.parametrize("page", ["/docs", "/redoc", "/docs/oauth2-redirect"])
+def test_no_api_page_loads_scripts_from_a_cdn(client: AppClient, page: str) -> None:
+    """FastAPI's /docs and /redoc pull Swagger UI and ReDoc from a public CDN into
+    the worker's origin: not served. /openapi.json stays."""
+    assert_connect_error(client.get(page), 404)
+    assert client.get("/openapi.json").status_code == 200

@@ -13,8 +13,8 @@ docs/rest.md, "Limits".
 
 from __future__ import annotations
 
+import select
 import socket
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -107,26 +107,40 @@ def send_until_answered(worker: WorkerProcess, head: bytes, piece: bytes) -> byt
     with socket.create_connection((host, int(port)), timeout=60) as conn:
         conn.sendall(head)
         conn.setblocking(False)
-        answer, sent = b"", 0
-        while sent < BODY and not answer:
-            try:
-                conn.sendall(piece)
-                sent += len(piece)
-            except (BlockingIOError, BrokenPipeError, ConnectionResetError):
-                time.sleep(0.01)
-            try:
-                answer = conn.recv(65536)
-            except BlockingIOError:
-                continue
-            except ConnectionResetError:
+        answer, pending, sent = b"", b"", 0
+        while sent < BODY:
+            readable, writable, _ = select.select([conn], [conn], [], 60)
+            if readable:
                 break
+            if writable:
+                pending = pending or piece
+                try:
+                    written = conn.send(pending)  # what was taken: framing stays whole
+                except (BlockingIOError, InterruptedError):
+                    continue
+                except OSError:  # closed by the worker after its answer
+                    break
+                pending, sent = pending[written:], sent + written
         conn.setblocking(True)
-        while answer.count(b"\r\n\r\n") == 0:
-            more = conn.recv(65536)
+        while not complete(answer):
+            try:
+                more = conn.recv(65536)
+            except OSError:
+                break
             if not more:
                 break
             answer += more
     return answer
+
+
+def complete(answer: bytes) -> bool:
+    """Whether ``answer`` holds a whole response: its head and Content-Length bytes."""
+    head, sep, body = answer.partition(b"\r\n\r\n")
+    if not sep:
+        return False
+    length = next((int(line.split(b":", 1)[1]) for line in head.split(b"\r\n")
+                   if line.lower().startswith(b"content-length:")), 0)
+    return len(body) >= length
 
 
 def test_an_unauthenticated_300_mb_body_is_413_and_the_worker_does_not_hold_it(

@@ -26,7 +26,7 @@ import asyncio
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from connect_runtime.rest.errors import HttpError, error_response
+from connect_runtime.rest.errors import HttpError, StartedSend, error_response
 
 # rest.request.max.bytes's default: a connector config must fit in one
 # config-topic record (1 MB by default) anyway; offsets of many partitions and
@@ -61,7 +61,6 @@ class BodyLimitMiddleware:
                 return
         received = 0
         complete = False
-        started = False
 
         async def limited_receive() -> Message:
             nonlocal received, complete
@@ -79,16 +78,11 @@ class BodyLimitMiddleware:
                 complete = not message.get("more_body", False)
             return message
 
-        async def tracking_send(message: Message) -> None:
-            nonlocal started
-            if message["type"] == "http.response.start":
-                started = True
-            await send(message)
-
+        tracking_send = StartedSend(send)
         try:
             await self.app(scope, limited_receive, tracking_send)
         except HttpError as refused:
-            if started:
+            if tracking_send.started:
                 raise  # too late for an answer: the server drops the connection
             await self._answer(scope, receive, send, refused.status, refused.message)
 

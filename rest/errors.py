@@ -187,6 +187,20 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, _request_validation)
 
 
+class StartedSend:
+    """An ASGI ``send`` that notes when the response began: after that, an error
+    can no longer be answered, only make the server drop the connection."""
+
+    def __init__(self, send: Send) -> None:
+        self._send = send
+        self.started = False
+
+    async def __call__(self, message: Message) -> None:
+        if message["type"] == "http.response.start":
+            self.started = True
+        await self._send(message)
+
+
 class UnhandledErrorMiddleware:
     """Turns any exception no handler claimed into a logged 500 with Connect's body.
 
@@ -202,14 +216,7 @@ class UnhandledErrorMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        started = False
-
-        async def tracking_send(message: Message) -> None:
-            nonlocal started
-            if message["type"] == "http.response.start":
-                started = True
-            await send(message)
-
+        tracking_send = StartedSend(send)
         try:
             await self.app(scope, receive, tracking_send)
         except ClientDisconnect:
@@ -219,7 +226,7 @@ class UnhandledErrorMiddleware:
             log.info("%s %s: the client disconnected before its request was read",
                      scope.get("method"), scope.get("path"))
         except Exception as exc:
-            if started:
+            if tracking_send.started:
                 raise
             log.error("Uncaught exception in REST call to %s %s", scope.get("method"),
                       scope.get("path"), exc_info=exc)

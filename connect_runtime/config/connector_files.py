@@ -151,6 +151,10 @@ def _parse_json(file: str, text: str, digest: str) -> DeclaredConnector:
     return _from_config(file, _string_map(file, body), digest)
 
 
+def _unreadable(file: str, error: OSError) -> ConfigException:
+    return ConfigException(f"{file}: cannot read the connector file: {error.strerror}")
+
+
 def load_connector_file(path: str | Path, label: str | None = None) -> DeclaredConnector:
     """Parse one connector file; ``label`` names it in errors (default: ``path``).
 
@@ -161,15 +165,13 @@ def load_connector_file(path: str | Path, label: str | None = None) -> DeclaredC
     try:
         with open(path, "rb") as f:
             size = os.fstat(f.fileno()).st_size
-            if size > MAX_FILE_BYTES:
-                raise ConfigException(f"{file}: the connector file is {size} bytes, over "
-                                      f"the {MAX_FILE_BYTES} a connector file may have")
-            data = f.read(MAX_FILE_BYTES + 1)
+            # Never more than one byte past the limit: the file may grow meanwhile.
+            data = f.read(MAX_FILE_BYTES + 1) if size <= MAX_FILE_BYTES else b""
     except OSError as e:
-        raise ConfigException(f"{file}: cannot read the connector file: {e.strerror}") from e
-    if len(data) > MAX_FILE_BYTES:  # grew between the size check and the read
-        raise ConfigException(f"{file}: the connector file is over the {MAX_FILE_BYTES} "
-                              "bytes a connector file may have")
+        raise _unreadable(file, e) from e
+    if max(size, len(data)) > MAX_FILE_BYTES:
+        raise ConfigException(f"{file}: the connector file is {max(size, len(data))} bytes, "
+                              f"over the {MAX_FILE_BYTES} a connector file may have")
     digest = hashlib.sha256(data).hexdigest()
     try:
         text = data.decode("utf-8")
@@ -209,8 +211,7 @@ class ParsedFiles:
         try:
             st = os.stat(path)
         except OSError as e:
-            raise ConfigException(f"{label}: cannot read the connector file: {e.strerror}") \
-                from e
+            raise _unreadable(label, e) from e
         key = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
         seen = self._entries.get(str(path))
         if seen is None or seen[0] != key:

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
+from support.kafka import set_topic_config
 from support.workers import WorkerProcess
 
 SEQ = "SequenceSourceConnector"
@@ -63,21 +63,12 @@ def test_a_config_over_the_producers_limit_is_400_and_writes_go_on(
 def small_config_topic(worker: WorkerProcess) -> Iterator[None]:
     """The shared worker's config topic takes records of 50,000 bytes at most, for one
     test: less than the worker's producer sends, so the broker is the one refusing."""
-    admin = AdminClient({"bootstrap.servers": worker.bootstrap})
-
-    def alter(op: AlterConfigOpType, value: str | None) -> None:
-        resource = ConfigResource("topic", worker.props["config.storage.topic"],
-                                  incremental_configs=[ConfigEntry(
-                                      "max.message.bytes", value,
-                                      incremental_operation=op)])
-        for future in admin.incremental_alter_configs([resource]).values():
-            future.result(30)
-
-    alter(AlterConfigOpType.SET, "50000")
+    topic = worker.props["config.storage.topic"]
+    set_topic_config(worker.bootstrap, topic, "max.message.bytes", "50000")
     try:
         yield
     finally:
-        alter(AlterConfigOpType.DELETE, None)
+        set_topic_config(worker.bootstrap, topic, "max.message.bytes", None)
 
 
 def test_a_config_the_broker_refuses_is_400_and_the_leader_claims_its_writer_again(

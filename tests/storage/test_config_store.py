@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator
 import pytest
 from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import AdminClient
+from support.kafka import set_topic_config
 
 from connect_runtime.errors import (
     NotLeaderException,
@@ -286,12 +287,7 @@ def test_a_record_the_broker_refuses_is_too_large_and_a_new_claim_writes_again(
     broker's MSG_SIZE_TOO_LARGE is the same RecordTooLargeException, the records
     written before the big one in its transaction never become visible, and the
     producer is dropped (its sequence numbers have a gap): a new claim writes."""
-    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
-
-    resource = ConfigResource("topic", topic, incremental_configs=[ConfigEntry(
-        "max.message.bytes", "4096", incremental_operation=AlterConfigOpType.SET)])
-    for future in admin.incremental_alter_configs([resource]).values():
-        future.result(30)
+    set_topic_config(kafka_bootstrap, topic, "max.message.bytes", "4096")
     leader = stores()
     leader.claim_write_privileges()
     with pytest.raises(RecordTooLargeException) as refused:

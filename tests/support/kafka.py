@@ -127,6 +127,19 @@ def create_topic(bootstrap: str, name: str, partitions: int = 1) -> None:
         f.result()
 
 
+def set_topic_config(bootstrap: str, topic: str, key: str, value: str | None) -> None:
+    """Set ``topic``'s ``key`` to ``value``; None deletes it (back to the broker's
+    default)."""
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
+
+    op = AlterConfigOpType.SET if value is not None else AlterConfigOpType.DELETE
+    resource = ConfigResource("topic", topic, incremental_configs=[
+        ConfigEntry(key, value, incremental_operation=op)])
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for f in admin.incremental_alter_configs([resource]).values():
+        f.result(30)
+
+
 def read_topic(bootstrap: str, topic: str, isolation: str = "read_committed",
                timeout: float = 30,
                decode: Callable[[bytes], Any] = orjson.loads) -> list[dict[str, Any]]:

@@ -89,11 +89,9 @@ async def _simulate(spec: dict[str, Any]) -> None:
     from websockets.asyncio.client import ClientConnection, connect
     from websockets.exceptions import ConnectionClosed, InvalidHandshake
 
-    from connect_runtime.protocol import signing
     from connect_runtime.protocol.slot_channel import (
         CLOSE_DONE,
         CLOSE_NO_SUCH_TASK,
-        HELLO_HEADER,
         KEEPALIVE,
         KEEPALIVE_INTERVAL_S,
         Command,
@@ -153,20 +151,21 @@ async def _simulate(spec: dict[str, Any]) -> None:
         return ws.close_code
 
     async def slot(connector: str, task: int, generation: int, submission: str) -> None:
-        hello = SlotHello(run_id=uuid.uuid4().hex, generation=generation, attempt=0,
-                          pid=os.getpid(), host=host, submission=submission)
-        body = hello.to_json()
-        headers = {HELLO_HEADER: hello.to_header(),
-                   **signing.sign_headers(spec["key"], spec["algorithm"], body)}
+        hello = SlotHello(connector=connector, task=task, run_id=uuid.uuid4().hex,
+                          generation=generation, attempt=0, pid=os.getpid(), host=host,
+                          submission=submission)
         url = channel_url(spec["url"], connector, task)
         failures = 0
         while True:
             try:
                 async with opening:
-                    ws = await connect(url, additional_headers=headers, proxy=None,
-                                       ping_interval=None, compression=None, open_timeout=120,
-                                       close_timeout=2)
-            except (OSError, InvalidHandshake, TimeoutError) as e:
+                    ws = await connect(url, proxy=None, ping_interval=None,
+                                       compression=None, open_timeout=120, close_timeout=2)
+                    challenge = await ws.recv()
+                    await ws.send(hello.answer(
+                        challenge if isinstance(challenge, bytes) else challenge.encode(),
+                        spec["key"], spec["algorithm"]))
+            except (OSError, InvalidHandshake, TimeoutError, ConnectionClosed) as e:
                 failures += 1
                 emit({"e": "connect_failed", "c": connector, "t": task, "error": repr(e)[:200]})
                 await asyncio.sleep(min(2.0, 0.1 * 2 ** failures))

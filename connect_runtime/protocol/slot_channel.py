@@ -4,10 +4,13 @@ A slot (a long-running Spark task on an executor, :mod:`connect_runtime.task.slo
 holds one WebSocket to the worker that submitted it for as long as it runs::
 
     GET /internal/tasks/{connector}/{task}/channel      (WebSocket upgrade)
-        X-Connect-Slot-Hello: base64url(SlotHello JSON)
-        X-Connect-Authorization / X-Connect-Request-Signature-Algorithm:
-            the KIP-507 signature of the hello JSON (protocol.signing)
 
+    worker -> slot   a SlotChallenge (JSON): a fresh random nonce
+    slot -> worker   a SignedHello (JSON): the SlotHello's JSON bytes, naming the
+                     connector, the task and the nonce, with their KIP-507
+                     signature (protocol.signing) as an internal request would
+                     carry it in headers; nothing else is read or answered
+                     before it checks out (HELLO_TIMEOUT_S)
     slot -> worker   a SlotReport (JSON) when its state changes, at once;
                      a SlotTopics (JSON) naming the topics its task produced
                      to (KIP-558 active topics), see :class:`SlotTopics`;
@@ -36,11 +39,20 @@ Liveness: the worker declares a slot lost (its task FAILED, with where it ran)
 A lost slot that speaks again (same process, new connection) gets its state
 back; Spark re-running it (a new process, ``attempt`` > 0) reports anew.
 
+Why a challenge: a hello signed once would be good for ever and on any channel.
+Over plain HTTP someone who captured one could open a channel as the slot
+(the worker then disconnects the real one) or as any other task. A hello that
+names its task and answers a nonce the worker chose for this connection is good
+once. A timestamp would do the same only if every executor's clock agreed with
+the worker's.
+
 Refusals close the channel with ``4000 + HTTP status`` and a reason:
-:data:`CLOSE_BAD_REQUEST` (the hello does not parse or the signature headers
-are missing), :data:`CLOSE_FORBIDDEN` (the key is no longer accepted: read the
-current one from the config topic and reconnect), :data:`CLOSE_UNAVAILABLE`
-(the worker has no session key yet), :data:`CLOSE_NO_SUCH_TASK` (this worker
+:data:`CLOSE_BAD_REQUEST` (the hello does not parse, its signature is missing,
+or it names another task or another connection's challenge),
+:data:`CLOSE_FORBIDDEN` (the key is no longer accepted: read the current one
+from the config topic and reconnect), :data:`CLOSE_UNAVAILABLE` (the worker has
+no session key yet), :data:`CLOSE_LOST` (no hello within
+:data:`HELLO_TIMEOUT_S`), :data:`CLOSE_NO_SUCH_TASK` (this worker
 hosts no such task, or not this generation of it: the slot stops). Both ends
 parse with this module, so a field renamed on one side fails the other's tests
 rather than silently reading a default.
@@ -50,7 +62,9 @@ from __future__ import annotations
 
 import base64
 import binascii
-from dataclasses import dataclass
+import hmac
+import secrets
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, TypeVar
@@ -60,6 +74,7 @@ import orjson
 
 from connect_runtime.errors import BadRequestException
 from connect_runtime.log_levels import LEVELS, LevelSetting
+from connect_runtime.protocol import signing
 from connect_runtime.protocol.states import State
 
 __all__ = [
@@ -70,7 +85,7 @@ __all__ = [
     "CLOSE_NO_SUCH_TASK",
     "CLOSE_UNAVAILABLE",
     "ERROR_COUNTS",
-    "HELLO_HEADER",
+    "HELLO_TIMEOUT_S",
     "KEEPALIVE",
     "KEEPALIVE_INTERVAL_S",
     "LIVENESS_TIMEOUT_S",
@@ -78,7 +93,9 @@ __all__ = [
     "Command",
     "InvalidSlotMessage",
     "InvalidSlotMetrics",
+    "SignedHello",
     "SlotAnswer",
+    "SlotChallenge",
     "SlotHello",
     "SlotMetrics",
     "SlotReport",
@@ -98,7 +115,11 @@ slack for a loaded machine). A closed connection is noticed at once."""
 
 KEEPALIVE = b""
 SLOT_CHANNEL_ROUTE = "/internal/tasks/{connector}/{task}/channel"
-HELLO_HEADER = "X-Connect-Slot-Hello"
+
+HELLO_TIMEOUT_S = 10.0
+"""A channel whose hello has not come this long after the challenge is closed
+(:data:`CLOSE_LOST`): an open socket that says nothing holds nothing for long."""
+CHALLENGE_BYTES = 16  # of randomness in a SlotChallenge's nonce
 
 CLOSE_DONE = 1000  # the slot ended deliberately; its last report stands
 CLOSE_BAD_REQUEST = 4400
@@ -174,50 +195,134 @@ def _choice(message: dict[str, Any], what: str, name: str, kind: type[_E]) -> _E
 
 
 @dataclass(frozen=True, slots=True)
-class SlotHello:
-    """Who is calling: sent once per connection, in :data:`HELLO_HEADER`, signed.
+class SlotChallenge:
+    """The worker's first frame on every new channel: a nonce the slot's hello must
+    carry, signed. A hello answers one challenge of one connection, so a hello
+    captured on the wire is worth nothing on any other connection, of this task
+    or another (no clocks involved: executors' clocks need not agree with the
+    worker's)."""
 
-    ``run_id`` is one per slot process attempt: a reconnect of the same process
-    keeps it, a re-run by Spark has a new one (and ``attempt`` > 0). ``submission``
-    names the Spark job the slot belongs to (``TaskSpec.submission``): Spark's
-    attempt numbers start again in a job submitted anew.
+    nonce: str
+
+    @classmethod
+    def new(cls) -> SlotChallenge:
+        return cls(secrets.token_urlsafe(CHALLENGE_BYTES))
+
+    def to_json(self) -> bytes:
+        return orjson.dumps({"nonce": self.nonce})
+
+    @classmethod
+    def from_json(cls, body: bytes) -> SlotChallenge:
+        what = "slot challenge"
+        return cls(nonce=_field(_object(body, what), what, "nonce", str))
+
+
+@dataclass(frozen=True, slots=True)
+class SlotHello:
+    """Who is calling: sent once per connection, signed, answering the worker's
+    :class:`SlotChallenge` (see :meth:`answer`).
+
+    ``connector``, ``task`` and ``nonce`` bind the hello to one channel: the task
+    the channel's URL names, and the challenge of that connection
+    (:meth:`SignedHello.hello_for` checks both). ``run_id`` is one per slot process
+    attempt: a reconnect of the same process keeps it, a re-run by Spark has a new
+    one (and ``attempt`` > 0). ``submission`` names the Spark job the slot belongs
+    to (``TaskSpec.submission``): Spark's attempt numbers start again in a job
+    submitted anew.
     """
 
+    connector: str
+    task: int
     run_id: str
     generation: int  # the connector generation the slot was submitted for
     attempt: int  # Spark's attempt number of the slot
     pid: int
     host: str
     submission: str = ""
+    nonce: str = ""  # the challenge answered; set by answer()
 
     def to_json(self) -> bytes:
-        return orjson.dumps({"run_id": self.run_id, "generation": self.generation,
+        return orjson.dumps({"connector": self.connector, "task": self.task,
+                             "run_id": self.run_id, "generation": self.generation,
                              "attempt": self.attempt, "pid": self.pid, "host": self.host,
-                             "submission": self.submission})
-
-    def to_header(self) -> str:
-        return base64.urlsafe_b64encode(self.to_json()).decode("ascii")
+                             "submission": self.submission, "nonce": self.nonce})
 
     @classmethod
     def from_json(cls, body: bytes) -> SlotHello:
         what = "slot hello"
         m = _object(body, what)
-        return cls(run_id=_field(m, what, "run_id", str),
+        return cls(connector=_field(m, what, "connector", str),
+                   task=_field(m, what, "task", int),
+                   run_id=_field(m, what, "run_id", str),
                    generation=_field(m, what, "generation", int),
                    attempt=_field(m, what, "attempt", int),
                    pid=_field(m, what, "pid", int), host=_field(m, what, "host", str),
-                   submission=_field(m, what, "submission", str))
+                   submission=_field(m, what, "submission", str),
+                   nonce=_field(m, what, "nonce", str))
 
-    @staticmethod
-    def header_body(header: str | None) -> bytes:
-        """The signed bytes carried by :data:`HELLO_HEADER`; raises if absent or not base64."""
-        if not header:
-            raise InvalidSlotMessage(f"Invalid slot hello: missing header {HELLO_HEADER}")
+    def answer(self, challenge: bytes, key_b64: str | None, algorithm: str) -> bytes:
+        """The hello frame answering the worker's ``challenge`` frame, signed with
+        ``key_b64`` (unsigned without one: the worker refuses it, 4400). Raises
+        :class:`InvalidSlotMessage` if ``challenge`` is not one."""
+        hello = replace(self, nonce=SlotChallenge.from_json(challenge).nonce)
+        return SignedHello.sign(hello.to_json(), key_b64, algorithm).to_json()
+
+
+@dataclass(frozen=True, slots=True)
+class SignedHello:
+    """The hello frame: the hello's JSON bytes and their KIP-507 signature
+    (:mod:`connect_runtime.protocol.signing`), as an internal request carries
+    them in headers. The bytes travel base64url-encoded, so the worker checks
+    the signature of exactly the bytes the slot signed."""
+
+    body: bytes
+    signature: str | None
+    algorithm: str | None
+
+    @classmethod
+    def sign(cls, body: bytes, key_b64: str | None, algorithm: str) -> SignedHello:
+        headers = signing.sign_headers(key_b64, algorithm, body)
+        return cls(body, headers.get(signing.AUTH_HEADER),
+                   headers.get(signing.ALGORITHM_HEADER))
+
+    @property
+    def headers(self) -> dict[str, str]:
+        """The signature as an internal request's headers, for the worker's check."""
+        return {name: value for name, value in ((signing.AUTH_HEADER, self.signature),
+                                                (signing.ALGORITHM_HEADER, self.algorithm))
+                if value is not None}
+
+    def to_json(self) -> bytes:
+        return orjson.dumps({"hello": base64.urlsafe_b64encode(self.body).decode("ascii"),
+                             "signature": self.signature, "algorithm": self.algorithm})
+
+    @classmethod
+    def from_json(cls, data: bytes) -> SignedHello:
+        what = "slot hello"
+        m = _object(data, what)
+        encoded = _field(m, what, "hello", str)
         try:
-            return base64.b64decode(header.encode("ascii"), altchars=b"-_", validate=True)
+            body = base64.b64decode(encoded.encode("ascii"), altchars=b"-_", validate=True)
         except (binascii.Error, UnicodeEncodeError):
+            raise InvalidSlotMessage("Invalid slot hello: field 'hello' is not base64url") \
+                from None
+        return cls(body, _field(m, what, "signature", str, optional=True),
+                   _field(m, what, "algorithm", str, optional=True))
+
+    def hello_for(self, connector: str, task: int, challenge: SlotChallenge) -> SlotHello:
+        """The hello, if it was made for the channel of ``connector``'s task ``task``
+        and answers ``challenge``; call after the signature was checked. Raises
+        :class:`InvalidSlotMessage` naming what does not match."""
+        hello = SlotHello.from_json(self.body)
+        if (hello.connector, hello.task) != (connector, task):
             raise InvalidSlotMessage(
-                f"Invalid slot hello: header {HELLO_HEADER} is not base64url") from None
+                f"Invalid slot hello: it names task {hello.connector!r}-{hello.task}, not "
+                f"this channel's task {connector!r}-{task}")
+        if not hmac.compare_digest(hello.nonce.encode(), challenge.nonce.encode()):
+            raise InvalidSlotMessage(
+                "Invalid slot hello: it does not answer this connection's challenge "
+                "(a hello made for another connection, replayed?)")
+        return hello
 
 
 @dataclass(frozen=True, slots=True)

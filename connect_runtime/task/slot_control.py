@@ -34,7 +34,7 @@ from connect_runtime.protocol.slot_channel import (
     CLOSE_DONE,
     CLOSE_FORBIDDEN,
     CLOSE_NO_SUCH_TASK,
-    HELLO_HEADER,
+    HELLO_TIMEOUT_S,
     KEEPALIVE,
     KEEPALIVE_INTERVAL_S,
     Command,
@@ -81,7 +81,8 @@ class SlotControl:
         self.attempt = attempt
         self.run_id = uuid.uuid4().hex
         self.url = channel_url(spec.worker_url, spec.connector, spec.task)
-        self._hello = SlotHello(run_id=self.run_id, generation=spec.generation,
+        self._hello = SlotHello(connector=spec.connector, task=spec.task,
+                                run_id=self.run_id, generation=spec.generation,
                                 submission=spec.submission,
                                 attempt=attempt, pid=os.getpid(), host=where_this_runs())
         self.state = State.UNASSIGNED
@@ -183,17 +184,17 @@ class SlotControl:
 
     def _session(self) -> None:
         """One connection: open it, report until it or the slot closes."""
-        body = self._hello.to_json()
-        headers = {HELLO_HEADER: self._hello.to_header(),
-                   **signing.sign_headers(self.session_key, self.spec.session_key_algorithm,
-                                          body)}
         try:
             # No proxy: the worker is reached directly, whatever the executor's
             # environment says. No protocol pings: our keepalives are the pings.
             tls = self.spec.rest_tls
-            with connect(self.url, additional_headers=headers, open_timeout=10,
+            with connect(self.url, open_timeout=10,
                          ping_interval=None, close_timeout=2, proxy=None, compression=None,
                          ssl=client_context(tls) if tls is not None else None) as ws:
+                challenge = ws.recv(timeout=HELLO_TIMEOUT_S)
+                ws.send(self._hello.answer(
+                    challenge if isinstance(challenge, bytes) else challenge.encode(),
+                    self.session_key, self.spec.session_key_algorithm))
                 reader = thread_in_context(self._read, args=(ws,),
                                            name=f"slot-answers-{self.spec.task_label}")
                 reader.start()
@@ -204,7 +205,8 @@ class SlotControl:
                     # treat the slot as lost until it reconnects.
                     ws.close(CLOSE_DONE if self._closed.is_set() else 1001)
                     reader.join(5)
-        except (OSError, InvalidHandshake, TimeoutError) as e:
+        except (OSError, InvalidHandshake, TimeoutError, ConnectionClosed,
+                InvalidSlotMessage) as e:
             # The worker may be restarting; the task keeps running. If the worker is
             # gone for good, a new leader fences this task's producer.
             log.debug("task %s: channel to %s failed: %r", self.spec.task_label, self.url, e)

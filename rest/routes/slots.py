@@ -1,8 +1,9 @@
 """Worker-internal routes used by task slots on Spark executors (not public API).
 
 * ``/internal/tasks/{connector}/{task}/channel`` (WebSocket): a slot's channel to
-  its worker (:mod:`connect_runtime.protocol.slot_channel`). The hello is signed
-  with the session key and checked like every internal request (KIP-507).
+  its worker (:mod:`connect_runtime.protocol.slot_channel`). The hello answers a
+  challenge of the connection, is signed with the session key and checked like
+  every internal request (KIP-507).
 * ``GET /internal/leader``: this worker's view of who leads the cluster.
 * ``GET /internal/tasks``: where each task runs (executor host, Python pid, Spark
   attempt, connected or lost). For operators who need to find the process
@@ -31,10 +32,12 @@ from connect_runtime.protocol.slot_channel import (
     CLOSE_DONE,
     CLOSE_LOST,
     CLOSE_NO_SUCH_TASK,
-    HELLO_HEADER,
+    HELLO_TIMEOUT_S,
     SLOT_CHANNEL_ROUTE,
     InvalidSlotMetrics,
+    SignedHello,
     SlotAnswer,
+    SlotChallenge,
     SlotHello,
     SlotMetrics,
     SlotReport,
@@ -101,11 +104,25 @@ def slots_router(host: SlotHost) -> APIRouter:
     @router.websocket(SLOT_CHANNEL_ROUTE)
     async def channel(websocket: WebSocket, connector: str, task: int) -> None:
         await websocket.accept()
-        headers = dict(websocket.headers)
+        challenge = SlotChallenge.new()
         try:
-            body = SlotHello.header_body(headers.get(HELLO_HEADER.lower()))
-            await run_in_threadpool(host.verify_internal_request, headers, body)
-            hello = SlotHello.from_json(body)
+            await websocket.send_bytes(challenge.to_json())
+            message = await asyncio.wait_for(websocket.receive(), HELLO_TIMEOUT_S)
+        except TimeoutError:
+            await _refuse(websocket, CLOSE_LOST,
+                          f"no slot hello within {HELLO_TIMEOUT_S:g} s of the challenge")
+            return
+        except Exception:  # the caller went away before saying hello
+            log.debug("channel of %s-%d closed before its hello", connector, task,
+                      exc_info=True)
+            return
+        if message["type"] == "websocket.disconnect":
+            return
+        try:
+            signed = SignedHello.from_json(
+                message.get("bytes") or (message.get("text") or "").encode())
+            await run_in_threadpool(host.verify_internal_request, signed.headers, signed.body)
+            hello = signed.hello_for(connector, task, challenge)
         except RequestSignatureException as e:
             await _refuse(websocket, close_code(e.status), str(e))
             return

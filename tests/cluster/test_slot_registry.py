@@ -52,8 +52,9 @@ def _registry() -> tuple[SlotRegistry, list[Event], FakeClock]:
 
 def _hello(generation: int = 1, run_id: str = "r1", attempt: int = 0,
            submission: str = "") -> SlotHello:
-    return SlotHello(run_id=run_id, generation=generation, attempt=attempt, pid=11, host="h",
-                     submission=submission)
+    # The registry trusts the route to have bound connector and task to the channel.
+    return SlotHello(connector="c", task=0, run_id=run_id, generation=generation,
+                     attempt=attempt, pid=11, host="h", submission=submission)
 
 
 def _report(state: State, trace: str | None = None, restart_seq: int | None = 0,

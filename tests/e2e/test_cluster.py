@@ -25,7 +25,6 @@ from websockets.sync.client import connect
 
 from connect_runtime.protocol.slot_channel import (
     CLOSE_BAD_REQUEST,
-    HELLO_HEADER,
     SlotHello,
     channel_url,
 )
@@ -220,9 +219,12 @@ def test_internal_requests_need_a_valid_signature(
         "X-Connect-Authorization": "bm90IGEgcmVhbCBzaWduYXR1cmU=",
         "X-Connect-Request-Signature-Algorithm": "HmacMD5"})
     assert unknown_algorithm.status_code == 400
-    hello = SlotHello(run_id="r", generation=0, attempt=0, pid=1, host="h")
-    with connect(channel_url(worker.url, name, 0), additional_headers={
-            HELLO_HEADER: hello.to_header()}, proxy=None) as channel:
+    hello = SlotHello(connector=name, task=0, run_id="r", generation=0, attempt=0, pid=1,
+                      host="h")
+    with connect(channel_url(worker.url, name, 0), proxy=None) as channel:
+        challenge = channel.recv(timeout=10)
+        channel.send(hello.answer(challenge if isinstance(challenge, bytes)
+                                  else challenge.encode(), None, "HmacSHA256"))
         with pytest.raises(ConnectionClosed):
             channel.recv(timeout=10)
         assert channel.close_code == CLOSE_BAD_REQUEST  # an unsigned slot channel

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import base64
 import dataclasses
+from dataclasses import replace
 
 import orjson
 import pytest
 
-from connect_runtime.errors import BadRequestException
+from connect_runtime.errors import BadRequestException, RequestSignatureException
 from connect_runtime.log_levels import LevelSetting
+from connect_runtime.protocol import signing
 from connect_runtime.protocol.slot_channel import (
     KEEPALIVE_INTERVAL_S,
     LIVENESS_TIMEOUT_S,
@@ -16,7 +19,9 @@ from connect_runtime.protocol.slot_channel import (
     InvalidSlotMessage,
     InvalidSlotMetrics,
     OffsetCommits,
+    SignedHello,
     SlotAnswer,
+    SlotChallenge,
     SlotHello,
     SlotMetrics,
     SlotReport,
@@ -29,12 +34,14 @@ from connect_runtime.protocol.slot_channel import (
 )
 from connect_runtime.protocol.states import State
 
-HELLO = SlotHello(run_id="abc", generation=3, attempt=1, pid=42, host="exec-1")
+HELLO = SlotHello(connector="orders", task=2, run_id="abc", generation=3, attempt=1, pid=42,
+                  host="exec-1")
+KEY_B64 = base64.b64encode(b"k" * 32).decode("ascii")
 REPORT = SlotReport(state=State.FAILED, trace="boom", restart_seq=None, fenced=False)
 
 
 def test_hello_report_and_answer_round_trip() -> None:
-    assert SlotHello.from_json(SlotHello.header_body(HELLO.to_header())) == HELLO
+    assert SlotHello.from_json(HELLO.to_json()) == HELLO
     assert SlotReport.from_json(REPORT.to_json()) == REPORT
     answer = SlotAnswer(Command.PAUSE, 4, session_key="a2V5", restart_pending=True,
                         session_key_id="0123456789abcdef",
@@ -119,10 +126,39 @@ def test_a_bad_hello_field_is_named(change: dict[str, object], named: str) -> No
         SlotHello.from_json(orjson.dumps({**orjson.loads(HELLO.to_json()), **change}))
 
 
-@pytest.mark.parametrize("header", [None, "", "%%%"])
-def test_a_missing_or_garbled_hello_header_is_refused(header: str | None) -> None:
-    with pytest.raises(InvalidSlotMessage, match="X-Connect-Slot-Hello"):
-        SlotHello.header_body(header)
+def test_a_hello_answers_one_challenge_of_one_task_channel() -> None:
+    challenge = SlotChallenge.new()
+    signed = SignedHello.from_json(HELLO.answer(challenge.to_json(), KEY_B64, "HmacSHA256"))
+    signing.verify(base64.b64decode(KEY_B64), ["HmacSHA256"], signed.headers, signed.body)
+    assert signed.hello_for("orders", 2, challenge) == replace(HELLO, nonce=challenge.nonce)
+    with pytest.raises(InvalidSlotMessage, match="another connection"):
+        signed.hello_for("orders", 2, SlotChallenge.new())  # replayed on a new connection
+    with pytest.raises(InvalidSlotMessage, match="not this channel's task 'orders'-1"):
+        signed.hello_for("orders", 1, challenge)  # replayed on another task's channel
+    assert SlotChallenge.new() != SlotChallenge.new()
+
+
+def test_an_unsigned_hello_carries_no_signature_headers() -> None:
+    signed = SignedHello.from_json(HELLO.answer(SlotChallenge.new().to_json(), None,
+                                                "HmacSHA256"))
+    assert signed.headers == {}
+    with pytest.raises(RequestSignatureException, match="missing required signature"):
+        signing.verify(b"k" * 32, ["HmacSHA256"], signed.headers, signed.body)
+
+
+@pytest.mark.parametrize(("frame", "named"), [
+    (b"[]", "expected a JSON object"), (b"{}", "'hello'"),
+    (b'{"hello": "%%%"}', "not base64url"),
+    (b'{"hello": "e30=", "signature": 1}', "'signature'"),
+])
+def test_a_garbled_hello_frame_is_refused(frame: bytes, named: str) -> None:
+    with pytest.raises(InvalidSlotMessage, match=named):
+        SignedHello.from_json(frame)
+
+
+def test_a_garbled_challenge_is_refused() -> None:
+    with pytest.raises(InvalidSlotMessage, match="slot challenge"):
+        HELLO.answer(b'{"nonce": 1}', KEY_B64, "HmacSHA256")
 
 
 @pytest.mark.parametrize("body", [b"", b"not json", b"[]", b"{}"])

@@ -12,7 +12,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -25,23 +25,26 @@ from fake_herder import FakeHerder
 from support.kafka import free_port, wait_for
 from support.tls import https_settings, make_pki, tools_missing
 from websockets.exceptions import ConnectionClosed
-from websockets.sync.client import connect
+from websockets.sync.client import ClientConnection, connect
 
 from connect_runtime.cluster.slot_registry import SlotRegistry
 from connect_runtime.protocol import signing
 from connect_runtime.protocol.slot_channel import (
     CLOSE_BAD_REQUEST,
     CLOSE_FORBIDDEN,
+    CLOSE_LOST,
     CLOSE_NO_SUCH_TASK,
-    HELLO_HEADER,
     Command,
+    SignedHello,
     SlotAnswer,
+    SlotChallenge,
     SlotHello,
     channel_url,
 )
 from connect_runtime.protocol.states import State
 from connect_runtime.protocol.task_spec import TaskSpec
 from connect_runtime.rest import create_app
+from connect_runtime.rest.routes import slots as slots_module
 from connect_runtime.rest.routes.slots import slots_router
 from connect_runtime.security.tls import RestTls, load_rest_tls
 from connect_runtime.task.slot_control import SlotControl
@@ -101,18 +104,30 @@ def _spec(url: str, generation: int = 5, **overrides: Any) -> TaskSpec:
     return TaskSpec(**fields)
 
 
-def _raw(host: _Host, hello: SlotHello | None, key: bytes | None = KEY,
-         header: str | None = None) -> tuple[list[bytes], int | None, str | None]:
+Answer = Callable[[bytes], bytes]
+"""What a hand-made slot sends for the worker's challenge: its hello frame."""
+
+
+def _signed(hello: SlotHello, key: bytes | None = KEY) -> Answer:
+    """A slot's answer: ``hello`` for the challenge, signed with ``key`` (None: unsigned)."""
+    key_b64 = base64.b64encode(key).decode() if key is not None else None
+    return lambda challenge: hello.answer(challenge, key_b64, "HmacSHA256")
+
+
+@contextmanager
+def _channel(host: _Host, answer: Answer, task: int = 0) -> Iterator[ClientConnection]:
+    """A channel opened by hand: the challenge read and ``answer``ed."""
+    with connect(channel_url(host.worker_url, "conn", task), proxy=None, open_timeout=5) as ws:
+        challenge = ws.recv(timeout=5)
+        ws.send(answer(challenge if isinstance(challenge, bytes) else challenge.encode()))
+        yield ws
+
+
+def _raw(host: _Host, answer: Answer,
+         task: int = 0) -> tuple[list[bytes], int | None, str | None]:
     """Open a channel by hand; returns what the worker sent and how it closed."""
-    headers: dict[str, str] = {}
-    if hello is not None:
-        headers[HELLO_HEADER] = header if header is not None else hello.to_header()
-        if key is not None:  # signs what the header carries
-            headers.update(signing.sign_headers(base64.b64encode(key).decode(), "HmacSHA256",
-                                                SlotHello.header_body(headers[HELLO_HEADER])))
     received: list[bytes] = []
-    with connect(channel_url(host.worker_url, "conn", 0), additional_headers=headers,
-                 proxy=None, open_timeout=5) as ws:
+    with _channel(host, answer, task) as ws:
         try:
             while True:
                 message = ws.recv(timeout=5)
@@ -122,28 +137,73 @@ def _raw(host: _Host, hello: SlotHello | None, key: bytes | None = KEY,
         return received, ws.close_code, ws.close_reason
 
 
-HELLO = SlotHello(run_id="r", generation=5, attempt=0, pid=7, host="h")
+HELLO = SlotHello(connector="conn", task=0, run_id="r", generation=5, attempt=0, pid=7,
+                  host="h")
 
 
 def test_unsigned_forged_or_garbled_hellos_are_refused_like_other_internal_requests() -> None:
     with _served() as host:
         host.registry.open("conn", generation=5, task_count=1, paused=False)
-        _, code, reason = _raw(host, HELLO, key=None)
+        _, code, reason = _raw(host, _signed(HELLO, key=None))
         assert code == CLOSE_BAD_REQUEST and "signature headers" in (reason or "")
-        _, code, reason = _raw(host, HELLO, key=b"x" * 32)
+        _, code, reason = _raw(host, _signed(HELLO, key=b"x" * 32))
         assert code == CLOSE_FORBIDDEN and "does not match" in (reason or "")
-        _, code, reason = _raw(host, None)
-        assert code == CLOSE_BAD_REQUEST and HELLO_HEADER in (reason or "")
-        bad = base64.urlsafe_b64encode(orjson.dumps({"run_id": "r"})).decode()
-        _, code, reason = _raw(host, HELLO, header=bad)
-        assert code == CLOSE_BAD_REQUEST and "'generation'" in (reason or "")
+        _, code, reason = _raw(host, lambda challenge: b"{}")
+        assert code == CLOSE_BAD_REQUEST and "'hello'" in (reason or "")
+        garbled = SignedHello.sign(orjson.dumps({"run_id": "r"}), KEY_B64, "HmacSHA256")
+        _, code, reason = _raw(host, lambda challenge: garbled.to_json())
+        assert code == CLOSE_BAD_REQUEST and "'connector'" in (reason or "")
         assert host.state() is State.UNASSIGNED and host.events == []  # nothing recorded
+
+
+def test_a_captured_hello_is_refused_on_any_other_channel() -> None:
+    """Issue 48, item 6: a hello sniffed from one connection opened a channel as
+    another task, and as the same task (disconnecting the real slot)."""
+    with _served() as host:
+        host.registry.open("conn", generation=5, task_count=2, paused=False)
+        captured: list[bytes] = []
+
+        def capture(challenge: bytes) -> bytes:
+            captured.append(_signed(HELLO)(challenge))
+            return captured[-1]
+
+        with _channel(host, capture) as ws:  # a genuine hello, answered
+            assert SlotAnswer.from_json(ws.recv(timeout=5)).command is Command.RUN  # type: ignore[arg-type]
+        control = SlotControl(_spec(host.worker_url), attempt=0)  # the real slot, back
+        try:
+            control.wait_for_answer()
+            wait_for(lambda: host.registry.slot("conn", 0).connected,  # type: ignore[union-attr]
+                     5, "the real slot did not connect")
+            for task in (0, 1):
+                received, code, reason = _raw(host, lambda challenge: captured[0], task=task)
+                assert received == [] and code == CLOSE_BAD_REQUEST, (task, code, reason)
+            assert "another connection" in (_raw(host, lambda c: captured[0])[2] or "")
+            assert "not this channel's task 'conn'-1" in \
+                (_raw(host, lambda c: captured[0], task=1)[2] or "")
+            # The real slot kept its channel (an accepted replay would have taken the
+            # task over as run "r", pid 7), and task 1 was never claimed.
+            real = host.registry.slot("conn", 0)
+            assert real is not None and real.connected
+            assert (real.run_id, real.pid) == (control.run_id, os.getpid())
+            assert host.registry.slot("conn", 1).run_id is None  # type: ignore[union-attr]
+        finally:
+            control.close()
+
+
+def test_a_channel_that_never_says_hello_is_closed(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(slots_module, "HELLO_TIMEOUT_S", 0.5)
+    with _served() as host, connect(channel_url(host.worker_url, "conn", 0), proxy=None,
+                                     open_timeout=5) as ws:
+        assert SlotChallenge.from_json(ws.recv(timeout=5))  # type: ignore[arg-type]
+        with pytest.raises(ConnectionClosed):
+            ws.recv(timeout=5)
+        assert ws.close_code == CLOSE_LOST and "no slot hello within 0.5 s" in ws.close_reason
 
 
 def test_a_slot_of_an_older_generation_is_told_to_stop() -> None:
     with _served() as host:
         host.registry.open("conn", generation=6, task_count=1, paused=False)
-        received, code, _ = _raw(host, HELLO)
+        received, code, _ = _raw(host, _signed(HELLO))
         assert [SlotAnswer.from_json(m).command for m in received] == [Command.STOP]
         assert code == CLOSE_NO_SUCH_TASK
 
@@ -151,10 +211,7 @@ def test_a_slot_of_an_older_generation_is_told_to_stop() -> None:
 def test_a_malformed_report_closes_the_channel_naming_the_field() -> None:
     with _served() as host:
         host.registry.open("conn", generation=5, task_count=1, paused=False)
-        headers = {HELLO_HEADER: HELLO.to_header(),
-                   **signing.sign_headers(KEY_B64, "HmacSHA256", HELLO.to_json())}
-        with connect(channel_url(host.worker_url, "conn", 0), additional_headers=headers,
-                     proxy=None) as ws:
+        with _channel(host, _signed(HELLO)) as ws:
             assert SlotAnswer.from_json(ws.recv(timeout=5)).command is Command.RUN  # type: ignore[arg-type]
             ws.send(b'{"state": "RUNNING"}')
             with pytest.raises(ConnectionClosed):
@@ -288,11 +345,7 @@ def test_a_plain_channel_never_carries_the_key(pki: Path) -> None:
         host.registry = SlotRegistry(lambda c, t, s, tr: None,
                                      session_key=lambda: (None, signing.key_id(KEY_B64)))
         host.registry.open("conn", generation=5, task_count=1, paused=False)
-        headers = {HELLO_HEADER: HELLO.to_header(),
-                   **signing.sign_headers(KEY_B64, "HmacSHA256",
-                                          SlotHello.header_body(HELLO.to_header()))}
-        with connect(channel_url(host.worker_url, "conn", 0), additional_headers=headers,
-                     proxy=None, open_timeout=5) as ws:
+        with _channel(host, _signed(HELLO)) as ws:
             answer = orjson.loads(ws.recv(timeout=5))
         assert answer["command"] == "run" and answer["session_key"] is None
         assert answer["session_key_id"] == signing.key_id(KEY_B64)

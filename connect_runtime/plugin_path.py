@@ -32,11 +32,14 @@ import importlib.util
 import logging
 import os
 import shutil
+import stat
 import sys
 import zipfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from connect_runtime.errors import ConfigException
 
 log = logging.getLogger(__name__)
 
@@ -74,9 +77,16 @@ class PluginPath:
         return [m for p in self.plugins for m in p.modules]
 
     @classmethod
-    def load(cls, dirs: Sequence[str | Path], staging_dir: str | Path) -> PluginPath:
+    def load(cls, dirs: Sequence[str | Path], staging_dir: str | Path, *,
+             allow_unsafe_permissions: bool = False) -> PluginPath:
         """Scan ``dirs``, stage every plugin as a zip in ``staging_dir`` and put it on
-        ``sys.path``; broken plugins are skipped with a warning."""
+        ``sys.path``; broken plugins are skipped with a warning.
+
+        Raises :class:`~connect_runtime.errors.ConfigException` (``plugin.path``)
+        if another user can write in a directory, or in a plugin, that would be
+        imported (see :func:`check_permissions`), unless
+        ``allow_unsafe_permissions``: then it logs the same at ERROR and loads."""
+        check_permissions(dirs, allow_unsafe=allow_unsafe_permissions)
         staging = Path(staging_dir)
         if dirs:
             staging.mkdir(parents=True, exist_ok=True)
@@ -116,11 +126,67 @@ class PluginPath:
         self.plugins = []
 
 
-def _entries(directory: Path) -> list[Path]:
+def check_permissions(dirs: Sequence[str | Path], *, allow_unsafe: bool = False) -> None:
+    """Refuse a ``plugin.path`` that users other than the worker's can write.
+
+    Whatever is imported from ``plugin.path`` runs as the worker's user, with its
+    session key, credentials and secrets. So each directory, and each plugin in
+    it (a package's files and folders included), must not be writable by every
+    user of the machine (``o+w``, sticky bit or not: a world-writable directory
+    takes new plugins from anyone). A path owned by another user (not root)
+    gets a WARNING: that user can change it. Group write permission is allowed:
+    images run with an arbitrary user in group 0 (OpenShift, this project's
+    chart) and need it. The directories above a ``plugin.path`` entry are not
+    checked (/tmp is world-writable and sticky; a pod's emptyDir is 0777 and
+    written only by that pod).
+
+    Raises :class:`~connect_runtime.errors.ConfigException` naming the first such
+    path, its mode and the way out, unless ``allow_unsafe`` (then ERROR, once per path).
+    """
+    me = os.geteuid()
+    for directory in dirs:
+        top = {Path(directory), *_entries(Path(directory), quiet=True)}
+        for path in [Path(directory), *_plugin_files(Path(directory))]:
+            try:
+                st = path.stat()
+            except OSError:
+                continue  # vanished, or a dangling link: not importable either
+            if path in top and st.st_uid not in (0, me):
+                log.warning("plugin.path: %s is owned by user %d, not by this worker's user "
+                            "(%d) or root; that user can change the code this worker runs",
+                            path, st.st_uid, me)
+            if not st.st_mode & stat.S_IWOTH:
+                continue
+            problem = (f"{path} is writable by every user of this machine (mode "
+                       f"{stat.S_IMODE(st.st_mode):04o}), and whatever is imported from "
+                       "plugin.path runs as this worker's user")
+            if not allow_unsafe:
+                raise ConfigException(
+                    f"{problem}. Remove that permission (chmod o-w {path}), or set "
+                    "plugin.path.allow.unsafe.permissions=true to load it anyway",
+                    name="plugin.path", value=",".join(map(str, dirs)))
+            log.error("%s; loading it anyway (plugin.path.allow.unsafe.permissions=true)",
+                      problem)
+
+
+def _plugin_files(directory: Path) -> list[Path]:
+    """Every path the loader could import from ``directory``: its entries, and the
+    files and folders of its package directories."""
+    out: list[Path] = []
+    for entry in _entries(directory, quiet=True):
+        out.append(entry)
+        if entry.is_dir():
+            for root, dirs, files in os.walk(entry):
+                out += [Path(root) / name for name in sorted(dirs + files)]
+    return out
+
+
+def _entries(directory: Path, *, quiet: bool = False) -> list[Path]:
     try:
         names = sorted(os.listdir(directory))
     except OSError as e:
-        log.warning("Skipping plugin.path entry %s: %s", directory, e)
+        if not quiet:
+            log.warning("Skipping plugin.path entry %s: %s", directory, e)
         return []
     return [directory.resolve() / n for n in names if not n.startswith((".", "_"))]
 

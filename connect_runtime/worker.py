@@ -207,7 +207,9 @@ class Worker:
         self._temp = WorkerTempRoot.create()
         try:
             # plugin.path: importable here, and one zip per plugin shipped to the executors.
-            plugin_path = PluginPath.load(config["plugin.path"], self._temp.plugins)
+            plugin_path = PluginPath.load(
+                config["plugin.path"], self._temp.plugins,
+                allow_unsafe_permissions=config["plugin.path.allow.unsafe.permissions"])
             register_plugin_modules(plugin_path.modules, searched=config["plugin.path"])
             # A bad connector file stops standalone mode before it touches Kafka.
             check_connector_files(config, self.connector_files)

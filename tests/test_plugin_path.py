@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import os
 import subprocess
 import sys
 import textwrap
@@ -314,3 +315,57 @@ def test_registering_nothing_forgets_plugin_path_connectors(
     # Still on sys.path: only the wheel's entry point keeps naming one of its classes.
     assert [p.class_name for p in list_connector_plugins() if tag in p.class_name] == [
         f"wheelpkg_{tag}.WheelSourceConnector"]
+
+
+@pytest.mark.parametrize("where", ["directory", "module", "package file", "package folder"])
+def test_a_plugin_path_others_can_write_stops_the_worker(
+        plugin_dir: Path, tmp_path: Path, tag: str, where: str,
+        caplog: pytest.LogCaptureFixture) -> None:
+    """Issue 48, item 7: a file dropped in a world-writable plugin.path by any user
+    was imported by the worker at its next start, with only an INFO line."""
+    unsafe = {"directory": plugin_dir, "module": plugin_dir / f"single_{tag}.py",
+              "package file": plugin_dir / f"pkgdir_{tag}" / "sub" / "deep.py",
+              "package folder": plugin_dir / f"pkgdir_{tag}" / "sub"}[where]
+    unsafe.chmod(0o1777 if unsafe.is_dir() else 0o666)
+    path_before = list(sys.path)
+    with pytest.raises(ConfigException) as info:
+        PluginPath.load([plugin_dir], tmp_path / "staging")
+    assert info.value.name == "plugin.path"
+    mode = "1777" if unsafe.is_dir() else "0666"
+    assert (f"{unsafe} is writable by every user of this machine (mode {mode}), and whatever "
+            "is imported from plugin.path runs as this worker's user. Remove that permission "
+            f"(chmod o-w {unsafe}), or set plugin.path.allow.unsafe.permissions=true to load "
+            "it anyway") in str(info.value)
+    assert sys.path == path_before and not (tmp_path / "staging").exists()  # nothing loaded
+    assert f"single_{tag}" not in sys.modules
+
+    caplog.set_level(logging.ERROR, "connect_runtime.plugin_path")
+    loaded = PluginPath.load([plugin_dir], tmp_path / "staging",
+                             allow_unsafe_permissions=True)
+    assert f"single_{tag}" in loaded.modules
+    assert [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR] == [
+        f"{unsafe} is writable by every user of this machine (mode {mode}), and whatever is "
+        "imported from plugin.path runs as this worker's user; loading it anyway "
+        "(plugin.path.allow.unsafe.permissions=true)"]
+
+
+def test_group_write_is_allowed_and_hidden_entries_are_not_looked_at(
+        plugin_dir: Path, tmp_path: Path, tag: str) -> None:
+    """Images running an arbitrary user in group 0 (OpenShift, the chart) need g+w;
+    entries the loader skips cannot run, whatever their mode."""
+    plugin_dir.chmod(0o2775)
+    (plugin_dir / f".hidden_{tag}.py").chmod(0o666)
+    (plugin_dir / f"_private_{tag}").mkdir(mode=0o777)
+    (plugin_dir / f"_private_{tag}").chmod(0o777)
+    assert f"single_{tag}" in PluginPath.load([plugin_dir], tmp_path / "staging").modules
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a file to another user needs root")
+def test_a_plugin_owned_by_another_user_is_loaded_with_a_warning(
+        plugin_dir: Path, tmp_path: Path, tag: str, caplog: pytest.LogCaptureFixture) -> None:
+    module = plugin_dir / f"single_{tag}.py"
+    os.chown(module, 65534, 65534)  # nobody
+    caplog.set_level(logging.WARNING, "connect_runtime.plugin_path")
+    assert f"single_{tag}" in PluginPath.load([plugin_dir], tmp_path / "staging").modules
+    assert (f"plugin.path: {module} is owned by user 65534, not by this worker's user (0) or "
+            "root; that user can change the code this worker runs") in caplog.messages

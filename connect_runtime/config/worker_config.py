@@ -208,6 +208,11 @@ WORKER_CONFIG_DEF = (
             "Plugins are importable on the worker and shipped to the Spark executors (one "
             "zip each, SparkContext.addPyFile); ones with compiled extensions must be "
             "installed in the executors' environment instead.")
+    .define("plugin.path.allow.unsafe.permissions", Type.BOOLEAN, False, None, Importance.LOW,
+            "Not a Kafka Connect key. A plugin.path directory, or a plugin in it, that "
+            "every user of the machine can write (o+w) stops the worker at startup: "
+            "whatever is imported from there runs as the worker's user. true loads it "
+            "anyway, with an ERROR naming the path.")
     # Declared connectors (docs/operations.md#declared-connectors): not Kafka Connect keys.
     .define("declared.connectors.dir", Type.STRING, None, None, Importance.MEDIUM,
             "A directory of connector files (.properties or .json, one connector each, the "

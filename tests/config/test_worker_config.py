@@ -103,6 +103,14 @@ def test_plugin_path_entries_must_be_existing_directories(
     assert main([str(props)]) == 2
     err = capsys.readouterr().err
     assert "configuration error" in err and "plugin.path" in err and "absent" in err
+    # So does a plugin.path every user can write (issue 48, item 7), before Kafka.
+    (tmp_path / "plugins").chmod(0o777)
+    props.write_text(props.read_text().replace(str(tmp_path / "absent"),
+                                               str(tmp_path / "plugins")))
+    assert main([str(props)]) == 2
+    err = capsys.readouterr().err
+    assert (f"configuration error: Invalid value '{tmp_path / 'plugins'}' for configuration "
+            f"plugin.path: {tmp_path / 'plugins'} is writable by every user") in err, err
 
 
 def test_missing_file_is_a_config_error(tmp_path: Path) -> None:

@@ -174,7 +174,7 @@ def test_worker_pods_shape() -> None:
     assert statefulset["spec"]["selector"]["matchLabels"].items() \
         <= statefulset["spec"]["template"]["metadata"]["labels"].items()
     assert [c["name"] for c in pod["initContainers"]] == ["plugins-my-connectors"]
-    assert "plugin.path=/opt/connect-runtime/plugins,/opt/connect-runtime/plugins-from-images" \
+    assert "plugin.path=/opt/connect-runtime/plugins,/opt/connect-runtime/plugin-images/plugins" \
         in worker_properties(objects)
     headless = find(objects, "Service", "-headless")["spec"]
     assert headless["clusterIP"] == "None" and headless["publishNotReadyAddresses"] is True
@@ -874,3 +874,20 @@ def test_a_declared_connector_without_config_fails_naming_it() -> None:
                 "--set", "connectors.orders.state=PAUSED", check=False)
     assert done.returncode != 0 and "/connectors/orders" in done.stderr \
         and "config" in done.stderr, done.stderr
+
+
+def test_plugin_images_are_copied_into_a_directory_inside_their_emptydir() -> None:
+    """The kubelet makes an emptyDir's root 0777, which the worker refuses in
+    plugin.path: the first image's folder is copied as the plugin directory
+    (cp's mode, umask 022), the others into it."""
+    objects = render("local-values.yaml", {
+        "plugins.images[1].name": "more", "plugins.images[1].image": "example.com/more:1",
+        "plugins.images[1].path": "/opt/more/"})
+    pod = find(objects, "StatefulSet")["spec"]["template"]["spec"]
+    assert [c["command"] for c in pod["initContainers"]] == [
+        ["cp", "-R", "/plugins", "/opt/connect-runtime/plugin-images/plugins"],
+        ["cp", "-R", "/opt/more/.", "/opt/connect-runtime/plugin-images/plugins/"]]
+    mounts = [m for c in [*pod["initContainers"], *pod["containers"]]
+              for m in c["volumeMounts"] if m["name"] == "plugins-from-images"]
+    assert {m["mountPath"] for m in mounts} == {"/opt/connect-runtime/plugin-images"}
+    assert len(mounts) == 3

@@ -57,7 +57,7 @@ RELEASE = "connect"
 FULLNAME = f"{RELEASE}-connect-runtime"
 WORKERS = "app.kubernetes.io/component=worker"
 USERS = "admin: s3cret\nreader: r3ad\n"
-EXTRA_PLUGINS = "/opt/connect-runtime/plugins-from-images"
+EXTRA_PLUGINS = "/opt/connect-runtime/plugin-images/plugins"
 # The node is shared by whoever tests on it at the time: half the chart's CPU
 # request, so two releases of two workers fit its 2 CPUs.
 CPU_REQUEST = "250m"

@@ -96,7 +96,12 @@ characters in the format); the schema refuses line breaks in keys and values. */
 {{/* Where files from the Kafka TLS Secrets are mounted, on workers and executors alike. */}}
 {{- define "connect-runtime.kafkaCaDir" -}}/etc/connect-runtime/kafka-tls/ca{{- end -}}
 {{- define "connect-runtime.kafkaKeystoreDir" -}}/etc/connect-runtime/kafka-tls/keystore{{- end -}}
-{{- define "connect-runtime.extraPluginsDir" -}}/opt/connect-runtime/plugins-from-images{{- end -}}
+{{/* The plugin images' emptyDir, and the plugin.path directory inside it. The
+kubelet makes an emptyDir's root 0777, which the worker refuses in plugin.path
+(every user could drop code there); the first init container creates the
+directory inside it with cp's mode (umask 022). */}}
+{{- define "connect-runtime.pluginImagesVolumeDir" -}}/opt/connect-runtime/plugin-images{{- end -}}
+{{- define "connect-runtime.extraPluginsDir" -}}{{ include "connect-runtime.pluginImagesVolumeDir" . }}/plugins{{- end -}}
 
 {{/* Volumes for the Kafka TLS Secrets (pod spec "volumes" items). */}}
 {{- define "connect-runtime.kafkaTlsVolumes" -}}

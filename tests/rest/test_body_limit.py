@@ -122,3 +122,20 @@ def test_a_content_length_that_is_not_a_number_is_400() -> None:
     middleware = BodyLimitMiddleware(read_all, max_bytes=LIMIT)
     status, body = asyncio.run(call(middleware, [(b"content-length", b"lots")], []))
     assert (status, body["error_code"]) == (400, 400) and "not a number" in body["message"]
+
+
+def test_a_follower_forwarding_an_endless_body_answers_413_not_500(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """A follower that forwards a request reads its body only then, in the
+    forwarding handler: the limit's refusal raised there must still be a 413."""
+    follower = FakeHerder(is_leader=False, leader_url="http://127.0.0.1:9")
+    follower.add("conn")
+
+    async def chunks() -> AsyncIterator[bytes]:
+        for _ in range(100):
+            yield b"x" * 1024
+
+    with AppClient(create_app(follower, max_body_bytes=LIMIT)) as client:
+        answer = client.put("/connectors/conn/pause", content=chunks())
+    assert_connect_error(answer, 413, "is over")
+    assert not [r for r in caplog.records if r.levelname == "ERROR"], caplog.records

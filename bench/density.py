@@ -68,6 +68,8 @@ a JVM heap grown by an earlier run) is counted in a later one. Per run:
 4. stop the worker, and SIGKILL any process of its tree that outlived it.
 
 Per task = total / N; marginal per task = (total - the baseline) / N.
+``--threads`` also prints the CPU of each kind of thread over the window
+(``bench.threads``; docs/benchmarks.md#idle-cost) and keeps it in the JSON.
 
 Writes ``bench/results/density.json``, ``bench/results/density.md`` and
 ``docs/benchmarks-density.png`` (a partial run, ``--scenarios`` or ``--sides``
@@ -96,6 +98,7 @@ from typing import Any
 
 import httpx
 
+from bench import threads
 from bench.common import (
     REPO,
     TreeCpu,
@@ -178,6 +181,8 @@ class Run:
     committing: int = 0  # tasks whose committed offset advanced during the window
     records_per_s: float = 0.0  # committed in the window, all tasks
     error: str | None = None
+    # --threads: CPU ms/s by (process, thread group) over the window (bench.threads).
+    thread_profile: list[dict[str, object]] = field(default_factory=list)
 
     @property
     def all_committing(self) -> bool:
@@ -404,7 +409,7 @@ def _task_processes(worker: Any, name: str) -> int | None:
 
 
 def measure(side: str, worker: Any, s: Scenario, tasks_per_process: int, window_s: float,
-            settle_s: float, rest_rate: float) -> Run:
+            settle_s: float, rest_rate: float, thread_profile: bool = False) -> Run:
     """One run on a started worker: baseline, create, start time, the window."""
     assert worker.proc is not None
     root = int(worker.proc.pid)
@@ -428,6 +433,9 @@ def measure(side: str, worker: Any, s: Scenario, tasks_per_process: int, window_
           f"{run.start_s:.1f} s", flush=True)
     time.sleep(settle_s)
 
+    named: dict[tuple[int, int], str] = {}
+    threads0 = threads.snapshot(root, named) if thread_profile else {}
+    threads_t0 = time.monotonic()
     offsets0, o0 = committed_offsets(worker, name), time.monotonic()
     cpu = TreeCpu(root)
     cpu0, t0 = cpu.seconds(), time.monotonic()
@@ -451,6 +459,11 @@ def measure(side: str, worker: Any, s: Scenario, tasks_per_process: int, window_
     finally:
         load.stop()
     cpu1, t1 = cpu.seconds(), time.monotonic()
+    if thread_profile:
+        threads1 = threads.snapshot(root, named)
+        table = threads.rows(threads0, threads1, time.monotonic() - threads_t0)
+        run.thread_profile = [row.to_dict() for row in table]
+        print(threads.markdown(table, s.tasks), flush=True)
     offsets1, o1 = committed_offsets(worker, name), time.monotonic()
     states = task_states(worker, name)
 
@@ -481,7 +494,8 @@ def measure(side: str, worker: Any, s: Scenario, tasks_per_process: int, window_
 
 
 def run_side(side: str, bootstrap: str, s: Scenario, tasks_per_process: int, workdir: Path,
-             window_s: float, settle_s: float, rest_rate: float) -> Run:
+             window_s: float, settle_s: float, rest_rate: float,
+             thread_profile: bool = False) -> Run:
     """A fresh worker of ``side`` for one scenario; stopped (its whole tree) after."""
     if side == "ours":
         worker: Any = our_worker(bootstrap, workdir, spark_slots(s.tasks, tasks_per_process))
@@ -494,7 +508,8 @@ def run_side(side: str, bootstrap: str, s: Scenario, tasks_per_process: int, wor
         assert worker.proc is not None
         print(f"  {s.name}, {SIDE_LABELS[side]}: worker up in "
               f"{time.monotonic() - started:.0f} s", flush=True)
-        run = measure(side, worker, s, tasks_per_process, window_s, settle_s, rest_rate)
+        run = measure(side, worker, s, tasks_per_process, window_s, settle_s, rest_rate,
+                      thread_profile)
         tree = [(p, _start_time(p)) for p in process_tree(int(worker.proc.pid))]
         return run
     except BaseException:
@@ -740,6 +755,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scale", type=float, default=1.0,
                         help=f"multiplies the window ({WINDOW_S:.0f} s) and the settling "
                              f"before it ({SETTLE_S:.0f} s)")
+    parser.add_argument("--threads", action="store_true",
+                        help="also the CPU of each kind of thread over the window "
+                             "(bench.threads; Python threads named with py-spy)")
     args = parser.parse_args(argv)
     try:
         scenarios = parse_scenarios(args.scenarios, args.idle_rate, args.busy_rate)
@@ -773,7 +791,7 @@ def main(argv: list[str] | None = None) -> int:
         for s in scenarios:
             for side in sides:
                 run = run_side(side, args.bootstrap_server, s, args.tasks_per_process,
-                               Path(tmp), window_s, settle_s, args.rest_rate)
+                               Path(tmp), window_s, settle_s, args.rest_rate, args.threads)
                 runs.append(run)
                 print(f"  {s.name}, {SIDE_LABELS[side]}: RSS {run.rss_mb:,.0f} MB, PSS "
                       f"{run.pss_mb:,.0f} MB (marginal {run.marginal_pss:,.1f} MB/task), "

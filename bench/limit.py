@@ -38,11 +38,12 @@ from bench.common import (
     measure_window,
     tree_cpu_seconds,
 )
+from connect_runtime.task.startup import PRODUCER_DEFAULTS, TRANSACTIONAL_PRODUCER_DEFAULTS
 
-# The task producer's own settings (task_startup.producer_config), so the ratio
-# measures what the framework adds, not a difference in client tuning.
-COMMON = {"linger.ms": 5, "acks": "all", "queue.buffering.max.messages": 1_000_000,
-          "queue.buffering.max.kbytes": 1_048_576}
+# The task producer's own settings (task/startup.py's producer defaults), so the
+# ratio measures what the framework adds, not a difference in client tuning.
+COMMON = PRODUCER_DEFAULTS
+TRANSACTIONAL = TRANSACTIONAL_PRODUCER_DEFAULTS
 
 
 def run_limit(bootstrap: str, records: int, value_size: int, every_records: int | None,
@@ -62,7 +63,7 @@ def run_limit(bootstrap: str, records: int, value_size: int, every_records: int 
 
 
 def _producer(bootstrap: str, topic: str, transactional: bool) -> Producer:
-    conf = {"bootstrap.servers": bootstrap, **COMMON}
+    conf = {"bootstrap.servers": bootstrap, **(TRANSACTIONAL if transactional else COMMON)}
     if transactional:
         conf["transactional.id"] = f"bench-{uuid.uuid4().hex[:8]}"
     else:

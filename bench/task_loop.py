@@ -30,7 +30,7 @@ from pathlib import Path
 from confluent_kafka import Producer
 
 from bench.common import Measurement, create_topic
-from bench.limit import COMMON
+from bench.limit import TRANSACTIONAL
 from bench.project import write_lines
 from connect_runtime.api.record import SourcePartition
 from connect_runtime.api.task import SourceTask
@@ -112,8 +112,7 @@ def drive(bootstrap: str, make: Callable[[str], SourceTask], records: int,
     create_topic(bootstrap, topic, 1)
     create_topic(bootstrap, offsets, 1)
     task = make(topic)
-    producer = Producer({"bootstrap.servers": bootstrap, **COMMON,
-                         "transaction.timeout.ms": 60_000,
+    producer = Producer({"bootstrap.servers": bootstrap, **TRANSACTIONAL,
                          "transactional.id": f"bench-loop-{suffix}"})
     producer.init_transactions(30)
     producer.list_topics(topic, timeout=30)

@@ -86,6 +86,32 @@ log = logging.getLogger(__name__)
 FENCE_REQUEST_TIMEOUT_S = 90.0
 CONFIG_READ_TIMEOUT_S = 60.0
 DEFAULT_TRANSACTION_TIMEOUT_MS = 60000
+
+PRODUCER_DEFAULTS: dict[str, Any] = {
+    "acks": "all",
+    "enable.idempotence": True,
+    "linger.ms": 5,
+    # A deep local queue lets poll batches of 10k+ records go out without
+    # BufferError round trips.
+    "queue.buffering.max.messages": 1_000_000,
+    "queue.buffering.max.kbytes": 1_048_576,
+}
+"""A task producer's settings before the worker's ``producer.*`` and the
+connector's overrides (at-least-once tasks: these alone)."""
+
+TRANSACTIONAL_PRODUCER_DEFAULTS: dict[str, Any] = {
+    **PRODUCER_DEFAULTS,
+    "transaction.timeout.ms": DEFAULT_TRANSACTION_TIMEOUT_MS,
+    # linger.ms stays 5 here, for now. Nothing a transaction writes is visible
+    # before its commit, so lingering until it (1000 ms) looked free: an idle
+    # task's librdkafka threads used a third of the CPU and the loop alone ran
+    # up to 2x faster at a 100 ms interval; but 40 busy tasks in the worker then
+    # fell to half their rate with librdkafka's broker threads at 0.5-1.3 cores,
+    # which no benchmark without the worker reproduced (docs/benchmarks.md#idle-cost).
+}
+"""What exactly-once task producers start from: :data:`PRODUCER_DEFAULTS` and a
+transaction timeout."""
+
 DEFAULT_CONVERTER = "connect_runtime.converters.JsonConverter"
 DEFAULT_HEADER_CONVERTER = "org.apache.kafka.connect.storage.SimpleHeaderConverter"
 
@@ -252,16 +278,8 @@ def producer_config(spec: TaskSpec, connector_config: ConnectorConfig,
     """
     conf: dict[str, Any] = {
         "bootstrap.servers": spec.bootstrap_servers,
-        "acks": "all",
-        "enable.idempotence": True,
-        "linger.ms": 5,
-        # A deep local queue lets poll batches of 10k+ records go out without
-        # BufferError round trips.
-        "queue.buffering.max.messages": 1_000_000,
-        "queue.buffering.max.kbytes": 1_048_576,
+        **(TRANSACTIONAL_PRODUCER_DEFAULTS if transactional else PRODUCER_DEFAULTS),
     }
-    if transactional:
-        conf["transaction.timeout.ms"] = DEFAULT_TRANSACTION_TIMEOUT_MS
     conf.update(spec.producer_overrides)
     conf.update(connector_config.client_overrides("producer"))
     conf["client.id"] = f"connect-{spec.transactional_id}"

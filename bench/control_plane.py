@@ -162,9 +162,7 @@ async def _simulate(spec: dict[str, Any]) -> None:
                     ws = await connect(url, proxy=None, ping_interval=None,
                                        compression=None, open_timeout=120, close_timeout=2)
                     challenge = await ws.recv()
-                    await ws.send(hello.answer(
-                        challenge if isinstance(challenge, bytes) else challenge.encode(),
-                        spec["key"], spec["algorithm"]))
+                    await ws.send(hello.answer(challenge, spec["key"], spec["algorithm"]))
             except (OSError, InvalidHandshake, TimeoutError, ConnectionClosed) as e:
                 failures += 1
                 emit({"e": "connect_failed", "c": connector, "t": task, "error": repr(e)[:200]})

@@ -40,11 +40,6 @@ from bench.common import (
 )
 from connect_runtime.task.startup import PRODUCER_DEFAULTS, TRANSACTIONAL_PRODUCER_DEFAULTS
 
-# The task producer's own settings (task/startup.py's producer defaults), so the
-# ratio measures what the framework adds, not a difference in client tuning.
-COMMON = PRODUCER_DEFAULTS
-TRANSACTIONAL = TRANSACTIONAL_PRODUCER_DEFAULTS
-
 
 def run_limit(bootstrap: str, records: int, value_size: int, every_records: int | None,
               every_ms: int | None, transactional: bool = True) -> Measurement:
@@ -63,7 +58,10 @@ def run_limit(bootstrap: str, records: int, value_size: int, every_records: int 
 
 
 def _producer(bootstrap: str, topic: str, transactional: bool) -> Producer:
-    conf = {"bootstrap.servers": bootstrap, **(TRANSACTIONAL if transactional else COMMON)}
+    # The task producer's own settings, so the ratio measures what the framework
+    # adds, not a difference in client tuning.
+    defaults = TRANSACTIONAL_PRODUCER_DEFAULTS if transactional else PRODUCER_DEFAULTS
+    conf = {"bootstrap.servers": bootstrap, **defaults}
     if transactional:
         conf["transactional.id"] = f"bench-{uuid.uuid4().hex[:8]}"
     else:

@@ -30,7 +30,6 @@ from pathlib import Path
 from confluent_kafka import Producer
 
 from bench.common import Measurement, create_topic
-from bench.limit import TRANSACTIONAL
 from bench.project import write_lines
 from connect_runtime.api.record import SourcePartition
 from connect_runtime.api.task import SourceTask
@@ -42,7 +41,7 @@ from connect_runtime.task.boundaries import BoundaryPolicy
 from connect_runtime.task.exactly_once_loop import ExactlyOnceTaskLoop
 from connect_runtime.task.loop import LoopDeps, LoopSignals, Outcome
 from connect_runtime.task.metrics import TaskMetrics
-from connect_runtime.task.startup import TaskContext
+from connect_runtime.task.startup import TRANSACTIONAL_PRODUCER_DEFAULTS, TaskContext
 
 
 class _NoOffsets:
@@ -112,7 +111,7 @@ def drive(bootstrap: str, make: Callable[[str], SourceTask], records: int,
     create_topic(bootstrap, topic, 1)
     create_topic(bootstrap, offsets, 1)
     task = make(topic)
-    producer = Producer({"bootstrap.servers": bootstrap, **TRANSACTIONAL,
+    producer = Producer({"bootstrap.servers": bootstrap, **TRANSACTIONAL_PRODUCER_DEFAULTS,
                          "transactional.id": f"bench-loop-{suffix}"})
     producer.init_transactions(30)
     producer.list_topics(topic, timeout=30)

@@ -145,13 +145,12 @@ def check_permissions(dirs: Sequence[str | Path], *, allow_unsafe: bool = False)
     """
     me = os.geteuid()
     for directory in dirs:
-        top = {Path(directory), *_entries(Path(directory), quiet=True)}
-        for path in [Path(directory), *_plugin_files(Path(directory))]:
+        for path, top in _importable_paths(Path(directory)):
             try:
                 st = path.stat()
             except OSError:
                 continue  # vanished, or a dangling link: not importable either
-            if path in top and st.st_uid not in (0, me):
+            if top and st.st_uid not in (0, me):
                 log.warning("plugin.path: %s is owned by user %d, not by this worker's user "
                             "(%d) or root; that user can change the code this worker runs",
                             path, st.st_uid, me)
@@ -169,15 +168,15 @@ def check_permissions(dirs: Sequence[str | Path], *, allow_unsafe: bool = False)
                       problem)
 
 
-def _plugin_files(directory: Path) -> list[Path]:
-    """Every path the loader could import from ``directory``: its entries, and the
-    files and folders of its package directories."""
-    out: list[Path] = []
+def _importable_paths(directory: Path) -> list[tuple[Path, bool]]:
+    """``directory``, its entries and every file and folder inside the entries that
+    are directories, each with whether it is the directory or one of its entries."""
+    out = [(directory, True)]
     for entry in _entries(directory, quiet=True):
-        out.append(entry)
+        out.append((entry, True))
         if entry.is_dir():
             for root, dirs, files in os.walk(entry):
-                out += [Path(root) / name for name in sorted(dirs + files)]
+                out += [(Path(root) / name, False) for name in sorted(dirs + files)]
     return out
 
 

@@ -159,7 +159,7 @@ class InvalidSlotMetrics(InvalidSlotMessage):
     rather than declaring a working task lost over its numbers."""
 
 
-def _object(body: bytes, what: str) -> dict[str, Any]:
+def _object(body: bytes | str, what: str) -> dict[str, Any]:
     try:
         value = orjson.loads(body)
     except orjson.JSONDecodeError as e:
@@ -212,7 +212,7 @@ class SlotChallenge:
         return orjson.dumps({"nonce": self.nonce})
 
     @classmethod
-    def from_json(cls, body: bytes) -> SlotChallenge:
+    def from_json(cls, body: bytes | str) -> SlotChallenge:
         what = "slot challenge"
         return cls(nonce=_field(_object(body, what), what, "nonce", str))
 
@@ -260,8 +260,9 @@ class SlotHello:
                    submission=_field(m, what, "submission", str),
                    nonce=_field(m, what, "nonce", str))
 
-    def answer(self, challenge: bytes, key_b64: str | None, algorithm: str) -> bytes:
-        """The hello frame answering the worker's ``challenge`` frame, signed with
+    def answer(self, challenge: bytes | str, key_b64: str | None, algorithm: str) -> bytes:
+        """The hello frame answering the worker's ``challenge`` frame (as the
+        WebSocket client received it, binary or text), signed with
         ``key_b64`` (unsigned without one: the worker refuses it, 4400). Raises
         :class:`InvalidSlotMessage` if ``challenge`` is not one."""
         hello = replace(self, nonce=SlotChallenge.from_json(challenge).nonce)

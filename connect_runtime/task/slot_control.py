@@ -192,9 +192,8 @@ class SlotControl:
                          ping_interval=None, close_timeout=2, proxy=None, compression=None,
                          ssl=client_context(tls) if tls is not None else None) as ws:
                 challenge = ws.recv(timeout=HELLO_TIMEOUT_S)
-                ws.send(self._hello.answer(
-                    challenge if isinstance(challenge, bytes) else challenge.encode(),
-                    self.session_key, self.spec.session_key_algorithm))
+                ws.send(self._hello.answer(challenge, self.session_key,
+                                           self.spec.session_key_algorithm))
                 reader = thread_in_context(self._read, args=(ws,),
                                            name=f"slot-answers-{self.spec.task_label}")
                 reader.start()

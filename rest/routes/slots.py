@@ -26,6 +26,7 @@ from typing import Any, Protocol
 from fastapi import APIRouter, WebSocket
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
+from starlette.types import Message
 
 from connect_runtime.errors import BadRequestException, RequestSignatureException
 from connect_runtime.protocol.slot_channel import (
@@ -93,6 +94,11 @@ class SlotHost(Protocol):
     def verify_internal_request(self, headers: dict[str, str], body: bytes) -> None: ...
 
 
+def _frame(message: Message) -> bytes:
+    """A received WebSocket message's data, binary or text."""
+    return message.get("bytes") or (message.get("text") or "").encode()
+
+
 async def _refuse(websocket: WebSocket, code: int, reason: str) -> None:
     # A close reason is at most 123 bytes on the wire.
     await websocket.close(code=code, reason=reason.encode("utf-8")[:120].decode("utf-8", "ignore"))
@@ -119,8 +125,7 @@ def slots_router(host: SlotHost) -> APIRouter:
         if message["type"] == "websocket.disconnect":
             return
         try:
-            signed = SignedHello.from_json(
-                message.get("bytes") or (message.get("text") or "").encode())
+            signed = SignedHello.from_json(_frame(message))
             await run_in_threadpool(host.verify_internal_request, signed.headers, signed.body)
             hello = signed.hello_for(connector, task, challenge)
         except RequestSignatureException as e:
@@ -158,7 +163,7 @@ def slots_router(host: SlotHost) -> APIRouter:
                 if message["type"] == "websocket.disconnect":
                     clean = message.get("code") == CLOSE_DONE
                     break
-                data = message.get("bytes") or (message.get("text") or "").encode()
+                data = _frame(message)
                 if not data:
                     host.registry.keepalive(registered)
                     continue

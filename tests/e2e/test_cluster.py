@@ -223,8 +223,7 @@ def test_internal_requests_need_a_valid_signature(
                       host="h")
     with connect(channel_url(worker.url, name, 0), proxy=None) as channel:
         challenge = channel.recv(timeout=10)
-        channel.send(hello.answer(challenge if isinstance(challenge, bytes)
-                                  else challenge.encode(), None, "HmacSHA256"))
+        channel.send(hello.answer(challenge, None, "HmacSHA256"))
         with pytest.raises(ConnectionClosed):
             channel.recv(timeout=10)
         assert channel.close_code == CLOSE_BAD_REQUEST  # an unsigned slot channel

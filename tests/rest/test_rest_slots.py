@@ -104,7 +104,7 @@ def _spec(url: str, generation: int = 5, **overrides: Any) -> TaskSpec:
     return TaskSpec(**fields)
 
 
-Answer = Callable[[bytes], bytes]
+Answer = Callable[[bytes | str], bytes]
 """What a hand-made slot sends for the worker's challenge: its hello frame."""
 
 
@@ -119,7 +119,7 @@ def _channel(host: _Host, answer: Answer, task: int = 0) -> Iterator[ClientConne
     """A channel opened by hand: the challenge read and ``answer``ed."""
     with connect(channel_url(host.worker_url, "conn", task), proxy=None, open_timeout=5) as ws:
         challenge = ws.recv(timeout=5)
-        ws.send(answer(challenge if isinstance(challenge, bytes) else challenge.encode()))
+        ws.send(answer(challenge))
         yield ws
 
 
@@ -163,7 +163,7 @@ def test_a_captured_hello_is_refused_on_any_other_channel() -> None:
         host.registry.open("conn", generation=5, task_count=2, paused=False)
         captured: list[bytes] = []
 
-        def capture(challenge: bytes) -> bytes:
+        def capture(challenge: bytes | str) -> bytes:
             captured.append(_signed(HELLO)(challenge))
             return captured[-1]
 

@@ -4,7 +4,7 @@ time of N tasks.
 N nearly idle (or busy) exactly-once source tasks, on this project's worker and on
 Apache Kafka Connect 4.1.1, on the same broker, in one run.
 
-    .venv/bin/python -m bench.density --bootstrap-server HOST:PORT [--tasks-per-process 20]
+    .venv/bin/python -m bench.density --bootstrap-server HOST:PORT [--tasks-per-process N]
         [--scale 1.0] [--scenarios idle-10,idle-40,idle-200,busy-40] [--sides ours,java]
 
 (``bash bench/density.sh`` starts a broker of its own and calls this.)
@@ -22,9 +22,10 @@ topic of ``PARTITIONS`` partitions per run.
 * Ours: ONE ``SequenceSourceConnector`` with ``tasks.max`` = ``partitions`` = N
   (one source partition per task), ``rate.per.sec``, ``record.size.bytes`` 100,
   and ``tasks.per.process`` = ``--tasks-per-process`` (how many of its tasks one
-  Spark slot, one Python process, hosts; 0 leaves the key out: the worker's
-  default, a process per task). The worker's Spark master is ``local[S]`` with S
-  = the slots the tasks need + ``SPARE_SLOTS``.
+  Spark slot, one Python process, hosts; 0, the default, leaves the key out: the
+  worker's default, ``auto``, one process per core). The worker's Spark master is
+  ``local[S]`` with S = the slots a process per task (or the given packing) needs
+  + ``SPARE_SLOTS`` (``auto`` packs by the machine's cores, not by S).
 * Kafka Connect: ONE ``org.apache.kafka.connect.tools.VerifiableSourceConnector``
   with ``tasks.max`` = N (each task its own source partition ``{"id": task}``),
   ``throughput`` = the same rate and ``complete.record.data=true`` (a JSON value of
@@ -219,7 +220,9 @@ def parse_scenarios(text: str, idle_rate: int, busy_rate: int) -> list[Scenario]
 
 
 def spark_slots(tasks: int, tasks_per_process: int) -> int:
-    """Spark slots for ``tasks`` tasks, ``tasks_per_process`` to a slot (0: one each)."""
+    """Spark slots for ``tasks`` tasks, ``tasks_per_process`` to a slot (0, the
+    worker's default: as many as a process per task would take, so ``auto`` is never
+    short of slots)."""
     return math.ceil(tasks / max(tasks_per_process, 1)) + SPARE_SLOTS
 
 
@@ -567,7 +570,7 @@ def _hosting(run: Run) -> str:
 def _tpp(run: Run) -> str:
     if run.side == "java":
         return "threads"
-    return str(run.tasks_per_process) if run.tasks_per_process else "1 (unset)"
+    return str(run.tasks_per_process) if run.tasks_per_process else "auto (unset)"
 
 
 def markdown(runs: list[Run], meta: dict[str, Any]) -> str:
@@ -675,12 +678,12 @@ def plot_density(runs: list[Run], path: Path) -> None:
         ax.set_ylim(bottom=0)
         ax.grid(True, which="both", alpha=0.3)
     axes[0].legend(fontsize=7, loc="upper left")
-    tpp = {r.tasks_per_process for r in runs if r.side == "ours"}
+    tpp = sorted({r.tasks_per_process for r in runs if r.side == "ours"}, key=lambda t: t or 0)
     rates = " / ".join(f"{kind} {rate:,}" for kind, rate in sorted(
         {(r.scenario.split("-")[0], r.rate) for r in runs}, reverse=True))
     fig.suptitle(f"Density: N exactly-once source tasks, {rates} records/s per task; ours "
                  f"with tasks.per.process "
-                 f"{', '.join(str(t or 'unset') for t in sorted(tpp, key=lambda t: t or 0))}; "
+                 f"{', '.join(str(t or 'auto (unset)') for t in tpp)}; "
                  f"{os.cpu_count()}-core machine", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
@@ -744,9 +747,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="comma-separated idle-N / busy-N (default: %(default)s)")
     parser.add_argument("--sides", default=",".join(SIDES),
                         help="ours, java or both (default: %(default)s)")
-    parser.add_argument("--tasks-per-process", type=int, default=20,
-                        help="our connector's tasks.per.process (1-64); 0 leaves the key "
-                             "out (the worker's default: a process per task)")
+    parser.add_argument("--tasks-per-process", type=int, default=0,
+                        help="our connector's tasks.per.process (1-64); 0, the default, "
+                             "leaves the key out (the worker's default: auto)")
     parser.add_argument("--idle-rate", type=int, default=IDLE_RATE, help="records/s per task")
     parser.add_argument("--busy-rate", type=int, default=BUSY_RATE, help="records/s per task")
     parser.add_argument("--keep-logs", metavar="DIR", default=None,

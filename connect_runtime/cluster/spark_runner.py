@@ -1,8 +1,8 @@
 """Hosting connector tasks on Spark: one long-running job per connector generation.
 
 Each job has one partition per *slot*: a group of up to ``tasks.per.process``
-of the connector's tasks (:func:`slot_groups`; one task per slot unless the
-connector or worker says otherwise). Its partition function is
+of the connector's tasks (:func:`slot_groups`; by default, ``auto``, one slot
+per core Spark has, :func:`auto_slots`). Its partition function is
 :func:`connect_runtime.task.slot.slot_partition`, which runs the group's tasks
 in one Python process until the driver tells each to stop. Jobs of a connector
 run in a FAIR scheduler pool named after it, so a connector's tasks do not queue
@@ -39,6 +39,7 @@ from typing import Any
 
 from connect_runtime.cluster import jvm_archive
 from connect_runtime.cluster.kube_executors import remove_stale_executors
+from connect_runtime.config.connector_config import MAX_TASKS_PER_PROCESS
 from connect_runtime.config.spark_settings import SparkSettings
 from connect_runtime.protocol.task_spec import TaskSpec
 from connect_runtime.task.slot import slot_partition
@@ -156,6 +157,29 @@ class SparkTaskRunner:
                 return executors * int(per_executor) // self._settings.task_cpus
         return int(sc.defaultParallelism) // self._settings.task_cpus
 
+    def cores(self) -> int:
+        """The cores Spark runs tasks on, for ``tasks.per.process=auto``. A local
+        master: the cores its JVM sees (``local[*]``'s count, which honours a
+        container's CPU limit), never more than N of ``local[N]``. A cluster master:
+        the slots its config asks for (``spark.cores.max``, else
+        ``spark.executor.instances`` x ``spark.executor.cores``), or the registered
+        executors' if more, so the packing does not depend on how many executors
+        happened to have registered when the job was submitted. At least 1."""
+        sc = self._context
+        if sc is None:
+            return 1
+        if self._settings.local:
+            machine = int(sc._jvm.java.lang.Runtime.getRuntime().availableProcessors())
+            return max(1, min(machine, int(sc.defaultParallelism)))
+        conf = self._settings.conf
+        try:
+            asked = int(conf["spark.cores.max"]) if "spark.cores.max" in conf else \
+                int(conf.get("spark.executor.instances", "2")) * \
+                int(conf.get("spark.executor.cores", "1"))
+        except ValueError:  # Spark refuses such a value itself
+            asked = 0
+        return max(1, self.capacity() or 0, asked // self._settings.task_cpus)
+
     def busy_slots(self) -> int:
         """Slots held by the jobs that are running."""
         with self._lock:
@@ -166,7 +190,7 @@ class SparkTaskRunner:
         if not self.ready.wait(SESSION_START_TIMEOUT_S):
             raise RuntimeError(f"Spark did not start within {SESSION_START_TIMEOUT_S:.0f}s")
         group = f"connect-{connector}-{generation}"
-        groups = slot_groups(specs)
+        groups = slot_groups(specs, self.cores())
         job = ConnectorJob(connector, generation, len(specs), group, len(groups))
         job.thread = threading.Thread(target=self._run_job, args=(job, groups), daemon=True,
                                       name=f"spark-job-{connector}")
@@ -251,14 +275,23 @@ class SparkTaskRunner:
                 log.info("Spark stopped")
 
 
-def slot_groups(specs: Sequence[TaskSpec]) -> list[list[TaskSpec]]:
+def auto_slots(tasks: int, cores: int) -> int:
+    """How many slots (processes) ``tasks.per.process=auto`` cuts ``tasks`` tasks
+    into: one per core Spark has (no more than there are tasks), so busy tasks
+    still use every core, and more where that keeps each at MAX_TASKS_PER_PROCESS
+    tasks or fewer. 40 tasks on 2 cores: 2 slots of 20; 200: 4 of 50."""
+    return max(min(tasks, max(cores, 1)), -(-tasks // MAX_TASKS_PER_PROCESS))
+
+
+def slot_groups(specs: Sequence[TaskSpec], cores: int) -> list[list[TaskSpec]]:
     """``specs`` (one connector generation's tasks, in task order) cut into the
     fewest slots that hold at most ``tasks_per_process`` tasks each, as even as
-    can be: 10 tasks at 4 per process are slots of 4, 3 and 3 tasks."""
+    can be: 10 tasks at 4 per process are slots of 4, 3 and 3 tasks. ``auto``
+    (None) cuts them into :func:`auto_slots` of ``cores`` slots, as even."""
     if not specs:
         return []
-    per_process = max(1, specs[0].tasks_per_process)
-    slots = -(-len(specs) // per_process)
+    wanted = specs[0].tasks_per_process
+    slots = auto_slots(len(specs), cores) if wanted is None else -(-len(specs) // max(1, wanted))
     size, longer = divmod(len(specs), slots)
     groups, start = [], 0
     for i in range(slots):

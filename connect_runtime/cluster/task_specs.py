@@ -6,7 +6,10 @@ import base64
 import os
 from collections.abc import Iterable, Mapping
 
-from connect_runtime.config.connector_config import MAX_TASKS_PER_PROCESS, TASKS_PER_PROCESS_CONFIG
+from connect_runtime.config.connector_config import (
+    TASKS_PER_PROCESS_CONFIG,
+    parse_tasks_per_process,
+)
 from connect_runtime.config.worker_config import WorkerConfig
 from connect_runtime.logs import process_log_format
 from connect_runtime.protocol.task_spec import TaskSpec, WorkerProcess
@@ -66,8 +69,7 @@ class TaskSpecBuilder:
             stall_threshold_ms=stall_threshold_ms(connector_config,
                                                   int(config["task.stall.threshold.ms"])),
             tasks_per_process=tasks_per_process(
-                connector_config, int(config[TASKS_PER_PROCESS_CONFIG]),
-                config.spark_settings().task_cpus),
+                connector_config, config.tasks_per_process, config.spark_settings().task_cpus),
             producer_overrides=self.client_overrides("producer"),
             consumer_overrides=self.client_overrides("consumer"),
             admin_overrides=self.client_overrides("admin"),
@@ -87,12 +89,11 @@ class TaskSpecBuilder:
         )
 
 
-def _positive_key(connector_config: Mapping[str, str], key: str, default: int,
-                  maximum: int | None = None) -> int:
+def _positive_key(connector_config: Mapping[str, str], key: str, default: int) -> int:
     """The connector's integer ``key`` (validated when it was written), else
     ``default``; a value a config provider supplies (not known here) counts as unset."""
     value = connector_config.get(key, "").strip()
-    if value.isdigit() and int(value) > 0 and (maximum is None or int(value) <= maximum):
+    if value.isdigit() and int(value) > 0:
         return int(value)
     return default
 
@@ -102,14 +103,18 @@ def stall_threshold_ms(connector_config: Mapping[str, str], worker_ms: int) -> i
     return _positive_key(connector_config, "task.stall.threshold.ms", worker_ms)
 
 
-def tasks_per_process(connector_config: Mapping[str, str], worker_default: int,
-                      task_cpus: int) -> int:
-    """The connector's ``tasks.per.process``, else the worker's. 1 whatever they say
-    when ``spark.task.cpus`` is above 1: validation refuses sharing then, but a
-    config written before the worker's cpus changed may ask."""
-    wanted = _positive_key(connector_config, TASKS_PER_PROCESS_CONFIG, worker_default,
-                           MAX_TASKS_PER_PROCESS)
-    return 1 if task_cpus > 1 else wanted
+def tasks_per_process(connector_config: Mapping[str, str], worker_default: int | None,
+                      task_cpus: int) -> int | None:
+    """The connector's ``tasks.per.process``, else the worker's; None is ``auto``.
+    1 whatever they say when ``spark.task.cpus`` is above 1: validation refuses
+    sharing then, but a config written before the worker's cpus changed may ask.
+    A value a config provider supplies (not known here) counts as unset."""
+    if task_cpus > 1:
+        return 1
+    try:
+        return parse_tasks_per_process(connector_config[TASKS_PER_PROCESS_CONFIG])
+    except (KeyError, ValueError):
+        return worker_default
 
 
 def this_process() -> WorkerProcess | None:

@@ -62,9 +62,41 @@ CONFIG_RELOAD_ACTION_CONFIG = "config.action.reload"
 ERRORS_RETRY_TIMEOUT_CONFIG = "errors.retry.timeout"
 TASK_STALL_THRESHOLD_CONFIG = "task.stall.threshold.ms"
 TASKS_PER_PROCESS_CONFIG = "tasks.per.process"
+TASKS_PER_PROCESS_AUTO = "auto"
+"""``tasks.per.process=auto`` (the worker's default): the Spark runner packs a
+connector's tasks into one process per core, at most MAX_TASKS_PER_PROCESS to a
+process (``cluster/spark_runner.py``, ``auto_tasks_per_process``)."""
 MAX_TASKS_PER_PROCESS = 64
 """The most tasks one Spark slot's Python process may host: beyond it, a process's
 threads and GIL are shared too thinly to keep a stop or a commit prompt."""
+
+
+def parse_tasks_per_process(value: object) -> int | None:
+    """A ``tasks.per.process`` value: a number of tasks (1 to MAX_TASKS_PER_PROCESS),
+    or None for ``auto``. Raises ValueError naming what is wrong otherwise."""
+    text = str(value).strip()
+    if text.lower() == TASKS_PER_PROCESS_AUTO:
+        return None
+    if not text.isdigit() or not 1 <= int(text) <= MAX_TASKS_PER_PROCESS:
+        raise ValueError(f"must be {TASKS_PER_PROCESS_AUTO} or a whole number of tasks from "
+                         f"1 to {MAX_TASKS_PER_PROCESS}")
+    return int(text)
+
+
+@dataclass(frozen=True)
+class ValidTasksPerProcess:
+    """``auto`` or a number of tasks from 1 to MAX_TASKS_PER_PROCESS. None passes."""
+
+    def __call__(self, name: str, value: Any) -> None:
+        if value is None:
+            return
+        try:
+            parse_tasks_per_process(value)
+        except ValueError as e:
+            raise ConfigException(f"Value {e}", name=name, value=value) from None
+
+    def __str__(self) -> str:
+        return f"{TASKS_PER_PROCESS_AUTO}, or [1,...,{MAX_TASKS_PER_PROCESS}]"
 ERRORS_RETRY_MAX_DELAY_CONFIG = "errors.retry.delay.max.ms"
 ERRORS_TOLERANCE_CONFIG = "errors.tolerance"
 ERRORS_LOG_ENABLE_CONFIG = "errors.log.enable"
@@ -296,15 +328,17 @@ def _define_transforms_and_reload(d: ConfigDef) -> ConfigDef:
                 "TTL-driven restarts), so either value has the same effect.",
                 group=COMMON_GROUP, order_in_group=14, width=Width.MEDIUM,
                 display_name="Reload Action")
-        .define(TASKS_PER_PROCESS_CONFIG, Type.INT, None,
-                Range.between(1, MAX_TASKS_PER_PROCESS), Importance.LOW,
+        .define(TASKS_PER_PROCESS_CONFIG, Type.STRING, None, ValidTasksPerProcess(),
+                Importance.LOW,
                 "How many of this connector's tasks one Spark task slot hosts, in one "
-                "Python process: 1 gives each task a process of its own; more saves "
-                "memory (a process costs about 80 MB, a task in a shared one a few MB) "
-                "but the tasks share the process's CPU (one GIL), and a crash of the "
-                "process fails every task in it (connect-runtime only; docs/spark.md). "
-                "Not allowed above 1 when the worker sets spark.task.cpus above 1. Unset "
-                "uses the worker's tasks.per.process.",
+                "Python process: auto packs them into one process per core Spark has "
+                "(at most 64 to a process); 1 gives each task a process of its own; "
+                "a number N puts up to N in each. Sharing saves memory (a process costs "
+                "about 80 MB, a task in a shared one a few MB) but the tasks share the "
+                "process's CPU (one GIL), and a crash of the process fails every task "
+                "in it (connect-runtime only; docs/spark.md). Not allowed above 1 when "
+                "the worker sets spark.task.cpus above 1. Unset uses the worker's "
+                "tasks.per.process.",
                 group=COMMON_GROUP, order_in_group=15, width=Width.SHORT,
                 display_name="Tasks per process")
     )
@@ -552,11 +586,6 @@ class ConnectorConfig:
         """``transaction.boundary.interval.ms``, defaulting to the worker's flush interval."""
         value = self.values[TRANSACTION_BOUNDARY_INTERVAL_CONFIG]
         return int(worker_offset_flush_interval_ms if value is None else value)
-
-    def tasks_per_process(self, worker_default: int) -> int:
-        """``tasks.per.process``, defaulting to the worker's."""
-        value = self.values[TASKS_PER_PROCESS_CONFIG]
-        return int(worker_default if value is None else value)
 
     @property
     def offsets_storage_topic(self) -> str | None:

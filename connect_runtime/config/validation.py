@@ -61,6 +61,7 @@ from connect_runtime.config.connector_config import (
     HEADER_CONVERTER_CONFIG,
     KEY_CONVERTER_CONFIG,
     PLUGIN_VERSION_SUFFIX,
+    TASKS_PER_PROCESS_AUTO,
     TASKS_PER_PROCESS_CONFIG,
     TOPIC_CREATION_DEFAULT_DEF,
     TRANSACTION_BOUNDARY_CONFIG,
@@ -68,6 +69,7 @@ from connect_runtime.config.connector_config import (
     ExactlyOnceSupportLevel,
     TransactionBoundary,
     connector_config_def,
+    parse_tasks_per_process,
     unsupported_value,
 )
 from connect_runtime.converters import (
@@ -376,12 +378,14 @@ def validate_connector_config(
 def _check_sharing(value: ConfigValue, worker_task_cpus: int) -> None:
     """Tasks that share a process share its cores (the worker refuses the same
     combination in its own config)."""
-    if not value.errors and isinstance(value.value, int) and value.value > 1 \
-            and worker_task_cpus > 1:
+    if value.errors or value.value is None or worker_task_cpus <= 1:
+        return
+    wanted = parse_tasks_per_process(value.value)  # valid: no errors
+    if wanted is not None and wanted > 1:
         value.add_error_message(
             f"tasks cannot share a process on this worker: its spark.task.cpus="
             f"{worker_task_cpus} gives each task cores of its own; set "
-            f"{TASKS_PER_PROCESS_CONFIG}=1 or leave it unset")
+            f"{TASKS_PER_PROCESS_CONFIG}=1, {TASKS_PER_PROCESS_AUTO} or leave it unset")
 
 
 def _password_keys(connector: SourceConnector) -> frozenset[str]:

@@ -34,8 +34,10 @@ from connect_runtime.api.config_def import (
     ValidString,
 )
 from connect_runtime.config.connector_config import (
-    MAX_TASKS_PER_PROCESS,
+    TASKS_PER_PROCESS_AUTO,
     TASKS_PER_PROCESS_CONFIG,
+    ValidTasksPerProcess,
+    parse_tasks_per_process,
 )
 from connect_runtime.config.properties import env_overrides, load_properties_file
 from connect_runtime.config.spark_settings import SparkSettings, spark_settings
@@ -126,11 +128,13 @@ WORKER_CONFIG_DEF = (
             "A task whose poll() or commit has not returned for this long is reported stuck "
             "(its status trace, /ui, /metrics and a log line name the call and the task "
             "thread's stack) until the call returns; a connector may set its own.")
-    .define(TASKS_PER_PROCESS_CONFIG, Type.INT, 1, Range.between(1, MAX_TASKS_PER_PROCESS),
-            Importance.LOW,
+    .define(TASKS_PER_PROCESS_CONFIG, Type.STRING, TASKS_PER_PROCESS_AUTO,
+            ValidTasksPerProcess(), Importance.LOW,
             "How many tasks of a connector one Spark task slot hosts, in one Python process, "
-            "for connectors that do not set their own tasks.per.process. 1: a process per "
-            "task. Not allowed above 1 with spark.task.cpus above 1.")
+            "for connectors that do not set their own tasks.per.process. auto: one process "
+            "per core Spark has, at most 64 tasks to a process (a process per task when "
+            "spark.task.cpus is above 1); 1: a process per task; N: up to N to a process. "
+            "A number above 1 is not allowed with spark.task.cpus above 1.")
     .define("exactly.once.source.support", Type.STRING, EOS_ENABLED,
             ValidString.in_(EOS_DISABLED, EOS_PREPARING, EOS_ENABLED), Importance.HIGH,
             "KIP-618: disabled, preparing (leader transactional, tasks at-least-once) "
@@ -293,7 +297,7 @@ class WorkerConfig:
                 log.warning("Ignoring worker config %s: %s (KIP-618)", key, why)
         self.values: dict[str, Any] = WORKER_CONFIG_DEF.parse(self.originals)
         self._spark = spark_settings(self.originals)
-        _check_sharing(int(self.values[TASKS_PER_PROCESS_CONFIG]), self._spark.task_cpus)
+        _check_sharing(self.tasks_per_process, self._spark.task_cpus)
         self._clients = self._client_configs()
         # Read at load time: a wrong JAAS or credentials file stops the worker, named.
         self.rest_credentials = basic_auth_credentials(
@@ -412,15 +416,22 @@ class WorkerConfig:
         return f"{scheme}://{adv_host}:{adv_port}"
 
     @property
+    def tasks_per_process(self) -> int | None:
+        """The worker's ``tasks.per.process`` for connectors without their own; None
+        is ``auto`` (the Spark runner decides from its cores)."""
+        return parse_tasks_per_process(self.values[TASKS_PER_PROCESS_CONFIG])
+
+    @property
     def worker_id(self) -> str:
         """Connect's worker id: ``host:port`` of the advertised REST URL."""
         return self.advertised_url().split("://", 1)[1]
 
 
-def _check_sharing(tasks_per_process: int, task_cpus: int) -> None:
+def _check_sharing(tasks_per_process: int | None, task_cpus: int) -> None:
     """Tasks that share a process share its cores: a worker cannot promise each one
-    ``spark.task.cpus`` cores and also put several in one slot."""
-    if tasks_per_process > 1 and task_cpus > 1:
+    ``spark.task.cpus`` cores and also put several in one slot (``auto`` gives each
+    task a process then)."""
+    if tasks_per_process is not None and tasks_per_process > 1 and task_cpus > 1:
         raise ConfigException(
             f"tasks cannot share a process when spark.task.cpus={task_cpus} gives each task "
             "cores of its own: set tasks.per.process=1, or spark.task.cpus=1",

@@ -73,8 +73,9 @@ class TaskSpec:
     stall_threshold_ms: int = 300000
     # tasks.per.process (the connector's, else the worker's; 1 when the worker's
     # spark.task.cpus is above 1): how many of the connector's tasks one Spark slot,
-    # one Python process, hosts (cluster/spark_runner.py, task/slot.py).
-    tasks_per_process: int = 1
+    # one Python process, hosts (cluster/spark_runner.py, task/slot.py). None is
+    # "auto": the Spark runner decides from the cores Spark has.
+    tasks_per_process: int | None = None
     # Client settings on top of bootstrap_servers, the worker's security keys
     # included: they may hold credentials (sasl.password), so no repr shows them.
     producer_overrides: dict[str, str] = field(default_factory=dict, repr=False)

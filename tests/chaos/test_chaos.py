@@ -8,11 +8,12 @@ task's Spark Python worker mid-transaction, changes ``tasks.max`` during
 bounces, drives pause/resume, stop/resume and restarts through REST, and stops
 the broker (SIGTERM, then SIGKILL) under running workers.
 
-Two of the connectors run their tasks several to a Python process
-(``tasks.per.process``: all 3 of ``poll``'s in one, ``aborts``'s 2 in one), the
-third one task per process; the kills of a Spark Python worker hit a process
-hosting several tasks (every one of them must fail, restart and resume exactly
-where its last transaction left it) and one hosting a single task.
+The workers run with the default packing (``tasks.per.process=auto``: a
+connector's tasks packed into one process per core), which ``poll`` keeps;
+``aborts`` asks for its 2 tasks in one process (``tasks.per.process=2``) and
+``interval`` for a process per task (``tasks.per.process=1``). The kills of a
+Spark Python worker hit a process of each: every task it hosted must fail,
+restart and resume exactly where its last transaction left it.
 
 After every round a ``read_committed`` tail must show new committed records
 for every source partition, stamped after the fault (the recovery time is
@@ -58,11 +59,13 @@ def aborted(seq: int) -> bool:
 
 # name -> (config, source partitions, deliberately aborted seqs)
 CONNECTORS: dict[str, tuple[dict[str, str], int, Callable[[int], bool] | None]] = {
-    "poll": ({"tasks.max": "3", "partitions": "5", "batch.size": "20", "rate.per.sec": "100",
-              "tasks.per.process": "3"}, 5, None),
+    # The default packing: on 2 cores, tasks 0 and 1 in one process, 2 in another.
+    "poll": ({"tasks.max": "3", "partitions": "5", "batch.size": "20", "rate.per.sec": "100"},
+             5, None),
     "interval": ({"tasks.max": "2", "partitions": "2", "batch.size": "10",
                   "rate.per.sec": "60", "transaction.boundary": "interval",
-                  "transaction.boundary.interval.ms": "400"}, 2, None),
+                  "transaction.boundary.interval.ms": "400", "tasks.per.process": "1"},
+                 2, None),
     "aborts": ({"tasks.max": "2", "partitions": "2", "batch.size": "5", "rate.per.sec": "60",
                 "transaction.boundary": "connector",
                 "commit.every.records": str(COMMIT_EVERY),
@@ -208,10 +211,10 @@ class ChaosRun:
         self.leader()
         self.check(fault)
 
-    def kill_executor(self, short: str, hosting: int) -> None:
+    def kill_executor(self, short: str, hosting: int | None) -> None:
         """SIGKILL the Python process of a running task of ``short``, which must host
-        ``hosting`` of its tasks: each of them fails, and is restarted."""
-        fault = f"SIGKILL Spark Python worker ({hosting} task{'s' if hosting > 1 else ''})"
+        ``hosting`` of its tasks (None: as many as the default packing put there, on
+        this machine's cores): each of them fails, and is restarted."""
         name = self.names[short]
         leader = self.leader()
 
@@ -223,7 +226,9 @@ class ChaosRun:
             return pid, sorted(int(s["task"]) for s in slots if s["pid"] == pid)
         pid, tasks = wait_for(running_process, 60,
                               f"every task of {name} running with a known Python worker")
-        assert len(tasks) == hosting, f"process {pid} hosts tasks {tasks} of {name}"
+        assert hosting in (None, len(tasks)), f"process {pid} hosts tasks {tasks} of {name}"
+        packing = "" if hosting else ", default packing"
+        fault = f"SIGKILL Spark Python worker ({len(tasks)} task{'s' * (len(tasks) > 1)}{packing})"
         since = time.time()
         os.kill(pid, signal.SIGKILL)
         wait_for(lambda: all(leader.status(name)["tasks"][t]["state"] == "FAILED"
@@ -350,7 +355,7 @@ def test_exactly_once_survives_faults(broker: Broker, cluster: Cluster,
         s.bounce_every_worker(signal.SIGTERM, "SIGTERM worker")
         s.bounce_every_worker(signal.SIGKILL, "SIGKILL worker")
         s.stall_leader()
-        s.kill_executor("poll", hosting=3)
+        s.kill_executor("poll", hosting=None)
         s.kill_executor("aborts", hosting=2)
         s.kill_executor("interval", hosting=1)
         s.reconfigure_during("poll", 5, signal.SIGKILL)

@@ -93,7 +93,7 @@ def test_slots_hold_at_most_tasks_per_process_tasks_as_evenly_as_can_be() -> Non
     from connect_runtime.cluster.spark_runner import slot_groups
     from connect_runtime.protocol.task_spec import TaskSpec
 
-    def specs(count: int, per_process: int) -> list[TaskSpec]:
+    def specs(count: int, per_process: int | None) -> list[TaskSpec]:
         return [TaskSpec(connector="c", task=t, generation=1, task_config={},
                          connector_config={}, bootstrap_servers="b:9092", group_id="g",
                          config_topic="cfg", status_topic="st", global_offsets_topic="off",
@@ -101,8 +101,9 @@ def test_slots_hold_at_most_tasks_per_process_tasks_as_evenly_as_can_be() -> Non
                          offset_flush_interval_ms=1000, tasks_per_process=per_process)
                 for t in range(count)]
 
-    def shape(count: int, per_process: int) -> list[list[int]]:
-        return [[s.task for s in group] for group in slot_groups(specs(count, per_process))]
+    def shape(count: int, per_process: int | None, cores: int = 2) -> list[list[int]]:
+        return [[s.task for s in group]
+                for group in slot_groups(specs(count, per_process), cores)]
 
     assert shape(3, 1) == [[0], [1], [2]]
     assert shape(10, 4) == [[0, 1, 2, 3], [4, 5, 6], [7, 8, 9]]
@@ -110,3 +111,26 @@ def test_slots_hold_at_most_tasks_per_process_tasks_as_evenly_as_can_be() -> Non
     assert shape(2, 64) == [[0, 1]]
     assert shape(200, 20) == [list(range(i, i + 20)) for i in range(0, 200, 20)]
     assert shape(0, 4) == []
+    # A number is a number, whatever the cores.
+    assert shape(4, 1, cores=1) == [[0], [1], [2], [3]]
+    # auto (None): a process per core while there are tasks for each, then at
+    # most 64 tasks to a process.
+    assert shape(1, None) == [[0]]
+    assert shape(3, None) == [[0, 1], [2]]
+    assert shape(40, None) == [list(range(0, 20)), list(range(20, 40))]
+    assert [len(g) for g in shape(200, None)] == [50, 50, 50, 50]
+    assert [len(g) for g in shape(129, None, cores=1)] == [43, 43, 43]
+    assert shape(3, None, cores=8) == [[0], [1], [2]]
+    assert [len(g) for g in shape(20, None, cores=8)] == [3, 3, 3, 3, 2, 2, 2, 2]
+    assert shape(0, None) == []
+
+
+def test_auto_packing_gives_every_core_a_process_and_no_process_more_than_64_tasks() -> None:
+    from connect_runtime.cluster.spark_runner import auto_slots
+
+    for cores in (1, 2, 3, 8, 64, 500):
+        for tasks in range(1, 1000, 7):
+            slots = auto_slots(tasks, cores)
+            assert slots == min(tasks, cores) or slots == -(-tasks // 64)
+            assert min(tasks, cores) <= slots <= tasks
+            assert -(-tasks // slots) <= 64

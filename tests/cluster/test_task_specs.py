@@ -126,7 +126,12 @@ def test_the_workers_stall_threshold_must_be_positive() -> None:
 
 
 def test_tasks_per_process_is_the_connectors_else_the_workers() -> None:
-    assert builder().build("conn", 0, 1, {}, {}, None).tasks_per_process == 1
+    # The worker's default is auto (None): the Spark runner packs by its cores.
+    assert builder().build("conn", 0, 1, {}, {}, None).tasks_per_process is None
+    assert builder().build("conn", 0, 1, {}, {"tasks.per.process": "1"},
+                           None).tasks_per_process == 1
+    assert builder(**{"tasks.per.process": "8"}).build(
+        "conn", 0, 1, {}, {"tasks.per.process": "AUTO"}, None).tasks_per_process is None
     worker = builder(**{"tasks.per.process": "8"})
     assert worker.build("conn", 0, 1, {}, {}, None).tasks_per_process == 8
     own = {"tasks.per.process": "3"}
@@ -140,3 +145,4 @@ def test_a_worker_giving_each_task_cores_shares_no_process() -> None:
     # changed still gets a process per task.
     worker = builder(**{"spark.task.cpus": "2"})
     assert worker.build("conn", 0, 1, {}, {"tasks.per.process": "4"}, None).tasks_per_process == 1
+    assert worker.build("conn", 0, 1, {}, {}, None).tasks_per_process == 1  # auto

@@ -150,7 +150,7 @@ RUNTIME_KEYS = [
 # Tasks sharing a Spark slot's process (not Kafka Connect's): last of the Common group's
 # keys (Connect numbers its Transforms and Predicates keys in that sequence too).
 PROCESS_KEYS = [
-    ("tasks.per.process", "INT", None, "LOW", "Common", 15, "SHORT", "Tasks per process"),
+    ("tasks.per.process", "STRING", None, "LOW", "Common", 15, "SHORT", "Tasks per process"),
 ]
 
 
@@ -579,11 +579,6 @@ def test_a_worker_converter_that_does_not_resolve_is_no_default() -> None:
     assert value_of(infos, "value.converter").value is None
 
 
-def test_tasks_per_process_defaults_to_the_workers() -> None:
-    assert ConnectorConfig(BASE).tasks_per_process(8) == 8
-    assert ConnectorConfig({**BASE, "tasks.per.process": "3"}).tasks_per_process(8) == 3
-
-
 def test_sharing_a_process_is_refused_where_the_worker_gives_each_task_cores() -> None:
     shared = {**BASE, "tasks.max": "4", "tasks.per.process": "4"}
     assert errors(validate_connector_config(tiny(), shared, "enabled")) == {}
@@ -592,8 +587,10 @@ def test_sharing_a_process_is_refused_where_the_worker_gives_each_task_cores() -
     assert errors(validate_connector_config(
         tiny(), {**shared, "tasks.per.process": "65"}, "enabled")) == {
         "tasks.per.process": ["Invalid value 65 for configuration tasks.per.process: "
-                              "Value must be no more than 64"]}
+                              "Value must be auto or a whole number of tasks from 1 to 64"]}
+    assert errors(validate_connector_config(
+        tiny(), {**shared, "tasks.per.process": "auto"}, "enabled", worker_task_cpus=2)) == {}
     assert errors(validate_connector_config(tiny(), shared, "enabled", worker_task_cpus=2)) == {
         "tasks.per.process": [
             "tasks cannot share a process on this worker: its spark.task.cpus=2 gives each "
-            "task cores of its own; set tasks.per.process=1 or leave it unset"]}
+            "task cores of its own; set tasks.per.process=1, auto or leave it unset"]}

@@ -177,13 +177,17 @@ def test_header_converter_and_the_converters_sub_configs() -> None:
 
 
 def test_tasks_per_process_is_bounded_and_refused_with_cores_per_task() -> None:
-    assert WorkerConfig(MINIMAL)["tasks.per.process"] == 1
-    assert WorkerConfig({**MINIMAL, "tasks.per.process": "64"})["tasks.per.process"] == 64
-    with pytest.raises(ConfigException, match=r"tasks\.per\.process.*no more than 64"):
-        WorkerConfig({**MINIMAL, "tasks.per.process": "65"})
+    assert WorkerConfig(MINIMAL).tasks_per_process is None  # auto
+    assert WorkerConfig({**MINIMAL, "tasks.per.process": "64"}).tasks_per_process == 64
+    assert WorkerConfig({**MINIMAL, "tasks.per.process": " Auto "}).tasks_per_process is None
+    for bad in ("65", "0", "-1", "2.5", "many", ""):
+        with pytest.raises(ConfigException, match=r"tasks\.per\.process.*auto or a whole "
+                                                  r"number of tasks from 1 to 64"):
+            WorkerConfig({**MINIMAL, "tasks.per.process": bad})
     with pytest.raises(ConfigException) as info:
         WorkerConfig({**MINIMAL, "tasks.per.process": "2", "spark.task.cpus": "2"})
     assert info.value.name == "tasks.per.process"
     assert "spark.task.cpus=2" in str(info.value)
-    # Either alone is fine.
+    # Either alone is fine, and auto gives each task a process there.
     WorkerConfig({**MINIMAL, "tasks.per.process": "1", "spark.task.cpus": "2"})
+    WorkerConfig({**MINIMAL, "spark.task.cpus": "2"})

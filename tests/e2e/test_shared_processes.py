@@ -35,6 +35,14 @@ def _slots(worker: WorkerProcess, name: str) -> dict[int, dict[str, Any]]:
     return {int(s["task"]): s for s in worker.slots() if s["connector"] == name}
 
 
+def _delete_and_see_the_process_end(worker: WorkerProcess, name: str, pid: int) -> None:
+    """Deleting the connector ends its shared process, blocked tasks and all (the
+    slot is cancelled after the graceful timeout)."""
+    r = worker.rest("DELETE", f"/connectors/{name}")
+    assert r.status_code == 204, r.text
+    wait_for(lambda: not alive(pid), 90, f"process {pid} of the shared slot to end")
+
+
 def test_tasks_sharing_a_process_are_isolated_from_a_blocked_and_a_failed_one(
         worker: WorkerProcess, kafka_bootstrap: str,
         unique_name: Callable[[str], str]) -> None:
@@ -86,10 +94,8 @@ def test_tasks_sharing_a_process_are_isolated_from_a_blocked_and_a_failed_one(
         assert states() == ["RUNNING"] * TASKS
 
         # Deleting it ends the process, blocked task and all.
-        r = worker.rest("DELETE", f"/connectors/{name}")
-        assert r.status_code == 204, r.text
+        _delete_and_see_the_process_end(worker, name, pid)
         deleted = True
-        wait_for(lambda: not alive(pid), 90, f"process {pid} of the shared slot to end")
     finally:
         if not deleted:
             worker.rest("DELETE", f"/connectors/{name}")
@@ -102,3 +108,81 @@ def test_tasks_sharing_a_process_are_isolated_from_a_blocked_and_a_failed_one(
         assert got == list(range(len(got))), f"task {task}: gap or duplicate"
     assert len(seqs[FAILING]) > 25
     assert {r["value"]["pid"] for r in records} == {pid}
+
+
+def test_by_default_a_connectors_tasks_share_one_process_per_core(
+        worker: WorkerProcess, kafka_bootstrap: str,
+        unique_name: Callable[[str], str]) -> None:
+    """``tasks.per.process`` unset on the connector and the worker (``auto``): the
+    shared worker's ``local[8]`` has 8 slots, but 5 tasks go into one process per
+    core of this machine (2 on a 2-core one: processes of 3 and 2 tasks)."""
+    import os
+
+    name, topic = unique_name("packed"), f"packed-{uuid.uuid4().hex[:8]}"
+    create_topic(kafka_bootstrap, topic, 1)
+    response = worker.rest("POST", "/connectors", json={"name": name, "config": {
+        "connector.class": "testconnectors.SharingSourceConnector", "topic": topic,
+        "tasks.max": "5"}})
+    assert response.status_code == 201, response.text
+    wait_for(lambda: worker.task_states(name) == ["RUNNING"] * 5, 90, f"{name} RUNNING")
+    slots = _slots(worker, name)
+    processes = min(5, len(os.sched_getaffinity(0)), 8)
+    size, longer = divmod(5, processes)
+    by_pid: dict[int, list[int]] = {}
+    for task, slot in sorted(slots.items()):
+        by_pid.setdefault(slot["pid"], []).append(task)
+    assert sorted(by_pid.values()) == sorted(
+        [list(range(i * size + min(i, longer), (i + 1) * size + min(i + 1, longer)))
+         for i in range(processes)]), slots
+
+
+def test_a_task_blocked_in_commit_or_stop_stalls_neither_its_siblings_nor_the_shutdown(
+        worker: WorkerProcess, kafka_bootstrap: str,
+        unique_name: Callable[[str], str]) -> None:
+    """Three tasks in one process: task 1 blocks forever in ``commit()`` after its
+    5th record, task 2 in ``stop()``. Task 0 keeps committing, and so does task 2
+    until it is asked to stop; a REST restart of task 2 (whose old instance never
+    returns from ``stop()``) leaves task 0 running; deleting the connector ends
+    the process all the same, and what was committed has no gap and no duplicate."""
+    in_commit, in_stop = 1, 2
+    name, topic = unique_name("blocked"), f"blocked-{uuid.uuid4().hex[:8]}"
+    create_topic(kafka_bootstrap, topic, 1)
+    response = worker.rest("POST", "/connectors", json={"name": name, "config": {
+        "connector.class": "testconnectors.SharingSourceConnector", "topic": topic,
+        "tasks.max": "3", "tasks.per.process": "3", "share.block.commit": str(in_commit),
+        "share.block.stop": str(in_stop)}})
+    assert response.status_code == 201, response.text
+    deleted = False
+    try:
+        wait_for(lambda: worker.task_states(name) == ["RUNNING"] * 3, 90, f"{name} RUNNING")
+        pids = {s["pid"] for s in _slots(worker, name).values()}
+        assert len(pids) == 1 and None not in pids
+        pid = pids.pop()
+        # Task 1 committed its 5 records, then blocked in commit(); the others go on.
+        wait_for(lambda: _offsets(worker, name).get(in_commit) == 5, 60,
+                 f"{name}-{in_commit} to commit 5 records")
+        before = _offsets(worker, name)
+        wait_for(lambda: all(_offsets(worker, name).get(t, 0) > before[t] + 20
+                             for t in (0, in_stop)), 60, "tasks 0 and 2 to keep committing")
+        assert _offsets(worker, name)[in_commit] == 5
+
+        # Task 2's stop() never returns: its restart must not take task 0 with it.
+        r = worker.rest("POST", f"/connectors/{name}/tasks/{in_stop}/restart")
+        assert r.status_code == 204, r.text
+        before = _offsets(worker, name)
+        wait_for(lambda: _offsets(worker, name).get(0, 0) > before[0] + 20, 60,
+                 "task 0 to keep committing after task 2's restart")
+        assert worker.task_states(name)[0] == "RUNNING"
+        assert _slots(worker, name)[0]["pid"] == pid
+
+        _delete_and_see_the_process_end(worker, name, pid)
+        deleted = True
+    finally:
+        if not deleted:
+            worker.rest("DELETE", f"/connectors/{name}")
+
+    seqs = sequences(read_topic(kafka_bootstrap, topic))
+    assert seqs[in_commit] == list(range(5))
+    for task in (0, in_stop):
+        assert seqs[task] == list(range(len(seqs[task]))), f"task {task}: gap or duplicate"
+        assert len(seqs[task]) > 40

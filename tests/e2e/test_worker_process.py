@@ -154,7 +154,9 @@ def test_tasks_spark_has_no_slot_for_say_so_in_their_status(
         create_topic(kafka_bootstrap, topic, partitions=3)
         assert w.rest("POST", "/connectors", json={"name": name, "config": {
             "connector.class": SEQ, "topic": topic, "tasks.max": "3",
-            "sequence.partitions": "3", "rate.per.sec": "10"}}).status_code == 201
+            "sequence.partitions": "3", "rate.per.sec": "10",
+            # A process each: auto would fit all three in Spark's two slots.
+            "tasks.per.process": "1"}}).status_code == 201
 
         def waiting() -> list[dict[str, str]]:
             tasks = w.status(name)["tasks"]

@@ -344,9 +344,11 @@ class SharingTask(SourceTask):
     """Task ``share.index`` of :class:`SharingSourceConnector`: a record
     ``{"partition": <index>, "seq": n, "pid": <its process>}`` every 20 ms, resumed
     from its committed offset. The task numbered ``share.block`` blocks forever in
-    its first poll() (stop() does not wake it); the one numbered ``share.fail``
-    raises after 5 records, in its first instance only (one that starts from a
-    committed offset runs on)."""
+    its first poll() (stop() does not wake it); the one numbered
+    ``share.block.commit`` in commit() once it has made 5 records; the one numbered
+    ``share.block.stop`` in stop(); the one numbered ``share.fail`` raises after 5
+    records, in its first instance only (one that starts from a committed offset
+    runs on)."""
 
     def start(self, config: dict[str, str]) -> None:
         import os
@@ -355,6 +357,8 @@ class SharingTask(SourceTask):
         self.index = int(config["share.index"])
         self.pid = os.getpid()
         self.blocks = config.get("share.block") == str(self.index)
+        self.blocks_commit = config.get("share.block.commit") == str(self.index)
+        self.blocks_stop = config.get("share.block.stop") == str(self.index)
         offset = self.context.offset_storage_reader.offset({"share": self.index})
         self.next = int(offset["seq"]) if offset else 0  # type: ignore[arg-type]
         self.fail_at = 5 if config.get("share.fail") == str(self.index) and not offset else None
@@ -374,8 +378,17 @@ class SharingTask(SourceTask):
         self.next += 1
         return [record]
 
+    def commit(self) -> None:
+        import threading
+
+        if self.blocks_commit and self.next >= 5:
+            threading.Event().wait()  # forever: nothing sets it
+
     def stop(self) -> None:
-        pass
+        import threading
+
+        if self.blocks_stop:
+            threading.Event().wait()  # forever: nothing sets it
 
 
 class SharingSourceConnector(SourceConnector):

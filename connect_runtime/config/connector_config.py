@@ -65,38 +65,11 @@ TASKS_PER_PROCESS_CONFIG = "tasks.per.process"
 TASKS_PER_PROCESS_AUTO = "auto"
 """``tasks.per.process=auto`` (the worker's default): the Spark runner packs a
 connector's tasks into one process per core, at most MAX_TASKS_PER_PROCESS to a
-process (``cluster/spark_runner.py``, ``auto_tasks_per_process``)."""
+process (``cluster/spark_runner.py``, ``auto_slots``)."""
 MAX_TASKS_PER_PROCESS = 64
 """The most tasks one Spark slot's Python process may host: beyond it, a process's
 threads and GIL are shared too thinly to keep a stop or a commit prompt."""
 
-
-def parse_tasks_per_process(value: object) -> int | None:
-    """A ``tasks.per.process`` value: a number of tasks (1 to MAX_TASKS_PER_PROCESS),
-    or None for ``auto``. Raises ValueError naming what is wrong otherwise."""
-    text = str(value).strip()
-    if text.lower() == TASKS_PER_PROCESS_AUTO:
-        return None
-    if not text.isdigit() or not 1 <= int(text) <= MAX_TASKS_PER_PROCESS:
-        raise ValueError(f"must be {TASKS_PER_PROCESS_AUTO} or a whole number of tasks from "
-                         f"1 to {MAX_TASKS_PER_PROCESS}")
-    return int(text)
-
-
-@dataclass(frozen=True)
-class ValidTasksPerProcess:
-    """``auto`` or a number of tasks from 1 to MAX_TASKS_PER_PROCESS. None passes."""
-
-    def __call__(self, name: str, value: Any) -> None:
-        if value is None:
-            return
-        try:
-            parse_tasks_per_process(value)
-        except ValueError as e:
-            raise ConfigException(f"Value {e}", name=name, value=value) from None
-
-    def __str__(self) -> str:
-        return f"{TASKS_PER_PROCESS_AUTO}, or [1,...,{MAX_TASKS_PER_PROCESS}]"
 ERRORS_RETRY_MAX_DELAY_CONFIG = "errors.retry.delay.max.ms"
 ERRORS_TOLERANCE_CONFIG = "errors.tolerance"
 ERRORS_LOG_ENABLE_CONFIG = "errors.log.enable"
@@ -147,6 +120,34 @@ ERROR_GROUP = "Error Handling"
 TOPIC_CREATION_GROUP = "Topic Creation"
 EXACTLY_ONCE_SUPPORT_GROUP = "Exactly Once Support"
 OFFSETS_TOPIC_GROUP = "offsets.topic"
+
+
+def parse_tasks_per_process(value: object) -> int | None:
+    """A ``tasks.per.process`` value: a number of tasks (1 to MAX_TASKS_PER_PROCESS),
+    or None for ``auto``. Raises ValueError naming what is wrong otherwise."""
+    text = str(value).strip()
+    if text.lower() == TASKS_PER_PROCESS_AUTO:
+        return None
+    if not text.isdigit() or not 1 <= int(text) <= MAX_TASKS_PER_PROCESS:
+        raise ValueError(f"must be {TASKS_PER_PROCESS_AUTO} or a whole number of tasks from "
+                         f"1 to {MAX_TASKS_PER_PROCESS}")
+    return int(text)
+
+
+@dataclass(frozen=True)
+class ValidTasksPerProcess:
+    """``auto`` or a number of tasks from 1 to MAX_TASKS_PER_PROCESS. None passes."""
+
+    def __call__(self, name: str, value: Any) -> None:
+        if value is None:
+            return
+        try:
+            parse_tasks_per_process(value)
+        except ValueError as e:
+            raise ConfigException(f"Value {e}", name=name, value=value) from None
+
+    def __str__(self) -> str:
+        return f"{TASKS_PER_PROCESS_AUTO}, or [1,...,{MAX_TASKS_PER_PROCESS}]"
 
 
 class ExactlyOnceSupportLevel(Enum):

@@ -19,7 +19,7 @@ named by what started them:
   the JVM's ``C2 CompilerThre``, ``GC Thread#0``.
 
 Names are folded into groups: digits become ``#`` (``rdk:broker#``), and the task
-a runtime thread serves becomes ``<task>`` (``slot-channel-<task>``), so 40 tasks'
+a runtime thread serves becomes ``<task>`` (``task-<task>``), so 40 tasks'
 threads add up to one row each. A thread that started or ended inside the window
 counts with what it used inside it (its first reading is taken as zero).
 """
@@ -39,7 +39,7 @@ from bench.common import process_tree
 from bench.profile import py_spy
 
 # Runtime threads named after the task they serve (task/slot.py, task/slot_control.py).
-_PER_TASK = re.compile(r"^(task|slot-channel|slot-answers|slot-key)-.+$")
+_PER_TASK = re.compile(r"^(task|slot-stop)-.+$")
 _PY_SPY_THREAD = re.compile(r'^Thread (\d+) \((?:idle|active|gil)[^)]*\): "(.*)"$')
 
 

@@ -30,8 +30,8 @@
     ├── NotLeaderException           only the leader may do this; carries the leader URL
     ├── HttpError                    (connect_runtime.rest.errors) an explicit HTTP status
     ├── IllegalStateTransition       a lifecycle move the state diagram forbids: a runtime bug
-    ├── OwnershipError               (cluster.reconciler) a thread other than the reconcile
-    │                                thread touched the reconcile state: a runtime bug
+    ├── OwnershipError               a thread other than its owner touched state one thread
+    │                                owns (the reconcile state, a slot channel's): a bug
     ├── StartupFailed                a task cannot start; the message is its FAILED trace
     ├── StartupAbandoned             a newer task generation exists: this one ends quietly
     ├── RecordSkipped                (task.error_handler) a record failed a stage and
@@ -163,6 +163,12 @@ class IllegalStateTransition(ConnectError):
     A bug in the runtime, not user error: raised so that tests catch it rather
     than the status topic recording it.
     """
+
+
+class OwnershipError(ConnectError):
+    """A thread other than the one that owns some state touched it (the reconcile
+    state, ``cluster.reconciler``; a slot channel's, ``task.slot_control``): a bug
+    in the runtime, a code path that should have sent the owner a message."""
 
 
 class StartupFailed(ConnectError):

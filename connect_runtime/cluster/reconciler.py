@@ -40,7 +40,7 @@ from connect_runtime.cluster.spark_runner import SparkTaskRunner
 from connect_runtime.cluster.task_specs import TaskSpecBuilder
 from connect_runtime.config.connector_config import ConnectorConfig
 from connect_runtime.config.worker_config import WorkerConfig
-from connect_runtime.errors import ConflictException, ConnectError
+from connect_runtime.errors import ConflictException, OwnershipError
 from connect_runtime.logs import trace_headline
 from connect_runtime.plugins import connector_version
 from connect_runtime.protocol.states import State, TargetState
@@ -58,11 +58,6 @@ WAITING_NOTE_AFTER_S = 10.0
 # How long a REST restart waits for the reconcile thread to take it; as long as
 # Kafka Connect's REST request timeout (its herder queues requests the same way).
 REQUEST_TIMEOUT_S = 90.0
-
-
-class OwnershipError(ConnectError):
-    """A thread other than the reconciler's touched the reconcile state: a bug in
-    the runtime (a code path that should have sent the thread a message)."""
 
 
 @dataclass

@@ -2,7 +2,8 @@
 
 * :mod:`~connect_runtime.task.slot`: the Spark task ("slot") hosting task
   instances one after another until the driver says stop.
-* :mod:`~connect_runtime.task.slot_control`: the slot's heartbeat thread.
+* :mod:`~connect_runtime.task.slot_control`: the slots' channels to the worker, all of a
+  process on one thread that owns their state.
 * :mod:`~connect_runtime.task.worker_watch`: a slot's process dies with the
   worker process it descends from (local masters).
 * :mod:`~connect_runtime.task.startup`: KIP-618 task startup (fencing request,

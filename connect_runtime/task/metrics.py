@@ -2,8 +2,8 @@
 
 One :class:`TaskMetrics` per slot. The task loop's thread updates it, per
 batch and per commit, never per record: an attribute add or two on paths that
-already do far more. The slot channel's writer thread reads it with
-:meth:`TaskMetrics.snapshot` every keepalive interval and sends it in place of
+already do far more. The process's slot-channel thread reads it with
+:meth:`TaskMetrics.snapshot` on every beat (``KEEPALIVE_INTERVAL_S``) and sends it in place of
 the keepalive when it changed, so the numbers reach the worker every few
 seconds at no extra frame
 (:class:`~connect_runtime.protocol.slot_channel.SlotMetrics`).

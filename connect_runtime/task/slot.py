@@ -6,7 +6,9 @@ task instances one after another until the driver says stop:
 
 * It holds a channel to the worker (driver), ``protocol.slot_channel``: it
   reports its state when it changes, and the worker pushes what to do: run,
-  pause or stop, and a restart counter that bumps on REST restarts.
+  pause or stop, and a restart counter that bumps on REST restarts. Every
+  channel of the process runs on one thread, which alone owns their state
+  (:mod:`~connect_runtime.task.slot_control`).
 * A task that fails reports FAILED with its traceback and waits for a restart;
   the slot does not end, so Spark has nothing to re-run.
 * Spark re-running a slot (attempt > 0) means the previous attempt's process
@@ -85,14 +87,12 @@ def _trace(exc: BaseException, spec: TaskSpec, redactor: Redactor) -> str:
     return f"Task {spec.task_label} (connector {spec.connector}) failed:\n{text}"
 
 
-def _run_instance(spec: TaskSpec, control: SlotControl, redactor: Redactor,
-                  calls: CallWatch) -> Outcome | None:
-    """One task instance: startup, loop, cleanup. None means startup was abandoned.
-    ``redactor`` learns the instance's secrets at startup (step 0); the loop says
-    in ``calls`` which call it is in (the slot's stall watchdog reads it)."""
-    signals = LoopSignals()
-    control.running_restart_seq = control.restart_seq
-    control.attach(signals, None)
+def _run_instance(spec: TaskSpec, control: SlotControl, signals: LoopSignals,
+                  redactor: Redactor, calls: CallWatch) -> Outcome | None:
+    """One task instance (``control.begin_instance(signals)`` called): startup,
+    loop, cleanup. None means startup was abandoned. ``redactor`` learns the
+    instance's secrets at startup (step 0); the loop says in ``calls`` which call
+    it is in (the slot's stall watchdog reads it)."""
     started = None
     mirror = None
     stops_its_tasks = False  # run_task stops the instances once it has them
@@ -221,8 +221,7 @@ def run_slot(spec: TaskSpec, attempt: int) -> str:
     """Host task ``spec`` until told to stop. Returns how the slot ended. Never raises."""
     # First: a process that outlived its worker would keep producing until fenced.
     die_with_worker(spec.worker_process)
-    control = SlotControl(spec, attempt)
-    control.metrics = TaskMetrics(spec.mode.value)
+    control = SlotControl(spec, attempt, TaskMetrics(spec.mode.value))
     # The loop runs on this thread: the watchdog takes this thread's stack.
     calls = CallWatch()
     watchdog = StallWatchdog(calls, threading.get_ident(), spec.stall_threshold_ms,
@@ -242,23 +241,25 @@ def run_slot(spec: TaskSpec, attempt: int) -> str:
         while control.command is not Command.STOP:
             redactor = Redactor()
             watchdog.scrub = redactor.scrub  # stacks hide this instance's secrets too
+            signals = LoopSignals()
+            instance_seq = control.begin_instance(signals)
             try:
-                outcome = _run_instance(spec, control, redactor, calls)
+                outcome = _run_instance(spec, control, signals, redactor, calls)
             except Exception as e:
                 control.report(State.FAILED, _trace(e, spec, redactor))
-                control.wait_for_change(control.running_restart_seq)
+                control.wait_for_change(instance_seq)
                 _restarting(control)
                 continue
             if outcome is None:
                 return "abandoned"
             if outcome is Outcome.FENCED:
-                control.fenced = True
                 # Usually a newer generation fenced us, and the worker ignores reports
                 # of stale generations. If not, the user must see why the task stopped.
                 control.report(State.FAILED, (
                     f"Task {spec.task_label}: its producer (transactional.id "
                     f"{spec.transactional_id}) was fenced by another producer with the same "
-                    "transactional.id; this instance stopped without committing."))
+                    "transactional.id; this instance stopped without committing."),
+                    fenced=True)
                 return "fenced"
             if control.command is Command.STOP:
                 control.report(State.UNASSIGNED)

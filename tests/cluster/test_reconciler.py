@@ -22,8 +22,7 @@ from connect_runtime.api.connector import SourceConnector
 from connect_runtime.api.record import SourceRecord
 from connect_runtime.api.task import SourceTask
 from connect_runtime.cluster.herder import DistributedHerder
-from connect_runtime.cluster.reconciler import OwnershipError
-from connect_runtime.errors import ConflictException, NotFoundException
+from connect_runtime.errors import ConflictException, NotFoundException, OwnershipError
 
 ROUNDS = 150
 

@@ -167,6 +167,7 @@ def test_a_task_blocked_in_commit_or_stop_stalls_neither_its_siblings_nor_the_sh
         assert _offsets(worker, name)[in_commit] == 5
 
         # Task 2's stop() never returns: its restart must not take task 0 with it.
+        committed = _offsets(worker, name)  # task 2's, at least, are in the topic at the end
         r = worker.rest("POST", f"/connectors/{name}/tasks/{in_stop}/restart")
         assert r.status_code == 204, r.text
         before = _offsets(worker, name)
@@ -185,4 +186,7 @@ def test_a_task_blocked_in_commit_or_stop_stalls_neither_its_siblings_nor_the_sh
     assert seqs[in_commit] == list(range(5))
     for task in (0, in_stop):
         assert seqs[task] == list(range(len(seqs[task]))), f"task {task}: gap or duplicate"
-        assert len(seqs[task]) > 40
+    # Task 0 committed 20 more after task 2's restart; task 2 kept what it had
+    # committed when it was asked to stop (how many that was is the test's timing).
+    assert len(seqs[0]) > committed[0] + 20
+    assert len(seqs[in_stop]) >= committed[in_stop] > 20

@@ -5,6 +5,8 @@ for refusals). No Spark, no Kafka: the channel is what is under test."""
 from __future__ import annotations
 
 import base64
+import itertools
+import logging
 import os
 import signal
 import ssl
@@ -28,6 +30,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection, connect
 
 from connect_runtime.cluster.slot_registry import SlotRegistry
+from connect_runtime.errors import OwnershipError
 from connect_runtime.protocol import signing
 from connect_runtime.protocol.slot_channel import (
     CLOSE_BAD_REQUEST,
@@ -39,6 +42,7 @@ from connect_runtime.protocol.slot_channel import (
     SlotAnswer,
     SlotChallenge,
     SlotHello,
+    TaskStall,
     channel_url,
 )
 from connect_runtime.protocol.states import State
@@ -47,6 +51,7 @@ from connect_runtime.rest import create_app
 from connect_runtime.rest.routes import slots as slots_module
 from connect_runtime.rest.routes.slots import slots_router
 from connect_runtime.security.tls import RestTls, load_rest_tls
+from connect_runtime.task.loop import LoopSignals
 from connect_runtime.task.slot_control import SlotControl
 
 KEY = b"s" * 32
@@ -241,6 +246,120 @@ def test_slot_control_reports_and_follows_pushed_commands() -> None:
                  "the channel did not close")
         view = host.registry.slot("conn", 0)
         assert view is not None and not view.lost and view.state is State.UNASSIGNED
+
+
+class _Instance:
+    """A task instance as the channel sees it: its ``stop()`` counts its calls."""
+
+    def __init__(self, signals: LoopSignals, restart_seq: int | None) -> None:
+        self.signals, self.restart_seq, self.stops = signals, restart_seq, 0
+
+    def stop(self) -> None:
+        self.stops += 1
+
+
+RACE_ROUNDS = 40
+RACE_TASKS = 3
+
+
+def test_a_slot_channels_state_has_one_owner_whatever_races_it(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """Issue 49, item 3: every channel of a process runs on one thread, which alone
+    touches a channel's state. Here the worker pushes pauses and restarts while, for
+    each of three tasks sharing the process, a loop thread reports topics, a
+    watchdog thread reports stalls and the slot's thread starts an instance per
+    restart, as ``task.slot`` does. Any touch of the state off the channel thread
+    raises OwnershipError (logged at ERROR when no caller waits for it)."""
+    heard: dict[int, set[str]] = {t: set() for t in range(RACE_TASKS)}
+    with _served() as host:
+        host.registry = SlotRegistry(
+            lambda c, t, s, tr: None, session_key=lambda: (KEY_B64, signing.key_id(KEY_B64)),
+            on_topics=lambda c, t, topics: heard[t].update(topics))
+        host.registry.open("conn", generation=5, task_count=RACE_TASKS, paused=False)
+        controls = [SlotControl(_spec(host.worker_url, task=t), attempt=0)
+                    for t in range(RACE_TASKS)]
+        assert len({c._hub.thread for c in controls}) == 1  # one thread for them all
+        with pytest.raises(OwnershipError, match="only the slot-channels thread may"):
+            controls[0]._state  # noqa: B018
+        with pytest.raises(OwnershipError):
+            controls[0]._set_state(State.RUNNING, None, False)
+        instances: list[list[_Instance]] = [[] for _ in range(RACE_TASKS)]
+        done = threading.Event()
+        failures: list[BaseException] = []
+
+        def guarded(target: Callable[..., None], *args: object) -> threading.Thread:
+            def run() -> None:
+                try:
+                    target(*args)
+                except BaseException as e:
+                    failures.append(e)
+                    done.set()
+            thread = threading.Thread(target=run, daemon=True)
+            thread.start()
+            return thread
+
+        def slot(t: int) -> None:
+            control = controls[t]
+            control.wait_for_answer()
+            while not done.is_set():
+                signals = LoopSignals()
+                instance = _Instance(signals, control.begin_instance(signals))
+                instances[t].append(instance)
+                control.attach(signals, instance)
+                control.report(State.RUNNING)
+                control.wait_for_change(instance.restart_seq)
+                if done.is_set() and control.restart_seq == instance.restart_seq:
+                    return
+                # Woken by a restart: its instance has been told to stop already.
+                assert signals.stop, f"task {t}: restart seen before the loop heard it"
+                control.attach(signals, None)
+                control.report(State.RESTARTING)
+
+        def loop(t: int) -> None:
+            for i in itertools.count():
+                if done.is_set():
+                    return
+                controls[t].report_topics(frozenset({f"topic-{t}-{i % 4}"}))
+                time.sleep(0.001)
+
+        def watchdog(t: int) -> None:
+            stall = TaskStall(call="poll()", stalled_ms=1, since_ms=0, threshold_ms=1, stack="")
+            for i in itertools.count():
+                if done.is_set():
+                    return
+                controls[t].report_stall(stall if i % 2 else None)
+                time.sleep(0.001)
+
+        threads = [guarded(f, t) for t in range(RACE_TASKS) for f in (slot, loop, watchdog)]
+        try:
+            for r in range(RACE_ROUNDS):
+                host.registry.set_paused("conn", r % 2 == 0)
+                for t in range(RACE_TASKS):
+                    assert host.registry.restart("conn", t)
+                time.sleep(0.01)
+            host.registry.set_paused("conn", True)
+            for control in controls:
+                wait_for(lambda c=control: c.restart_seq == RACE_ROUNDS  # type: ignore[misc]
+                         and c.command is Command.PAUSE, 10, "the last orders not heard")
+            time.sleep(0.5)  # the slot threads start their last instances
+        finally:
+            done.set()
+            for control in controls:  # wake the slot threads
+                control.close()
+            for thread in threads:
+                thread.join(10)
+        assert failures == []
+        for t in range(RACE_TASKS):
+            *replaced, last = instances[t]
+            assert replaced, f"task {t} never restarted"
+            for instance in replaced:  # told to stop once each, on a thread of its own
+                wait_for(lambda i=instance: i.stops == 1, 5,  # type: ignore[misc]
+                         f"task {t}: a replaced instance was not stopped once")
+            assert last.restart_seq == RACE_ROUNDS and last.signals.paused
+            assert not last.signals.stop and last.stops == 0
+            assert heard[t] == {f"topic-{t}-{i}" for i in range(4)}
+        errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
+        assert errors == [], [r.getMessage() for r in errors]
 
 
 _SLOT_PROCESS = """

@@ -47,6 +47,7 @@ import contextlib
 import logging
 import math
 import os
+import random
 import socket
 import threading
 import time
@@ -109,11 +110,13 @@ def where_this_runs() -> str:
     return os.environ.get("SPARK_EXECUTOR_POD_NAME") or socket.gethostname()
 
 
-def next_beat(now: float, interval_s: float = KEEPALIVE_INTERVAL_S) -> float:
+def next_beat(now: float, phase: float, interval_s: float = KEEPALIVE_INTERVAL_S) -> float:
     """The first instant after ``now`` (monotonic clock) on the process's beat:
-    multiples of ``interval_s``, the same for every channel of the process, so
-    their keepalives and metrics go out on one wake-up."""
-    return (math.floor(now / interval_s) + 1) * interval_s
+    ``phase`` plus multiples of ``interval_s``, the same for every channel of the
+    process, so their keepalives and metrics go out on one wake-up. Each process
+    draws its own ``phase`` (:class:`ChannelHub`): the monotonic clock is the
+    machine's, and processes on one beat would all hit the worker at once."""
+    return (math.floor((now - phase) / interval_s) + 1) * interval_s + phase
 
 
 class ChannelHub:
@@ -127,6 +130,7 @@ class ChannelHub:
 
     def __init__(self) -> None:
         self.pid = os.getpid()
+        self.phase = random.uniform(0.0, KEEPALIVE_INTERVAL_S)  # of this process's beat
         self.loop = asyncio.new_event_loop()
         self.loop.set_exception_handler(_log_loop_exception)
         self.thread = threading.Thread(target=self._run, name="slot-channels", daemon=True)
@@ -433,7 +437,7 @@ class SlotControl:
         st.topics_sent = set()
         # Metrics go out on the process's beat: a task producing steadily reports its
         # topics every few seconds too, and those must not starve them.
-        beat = next_beat(time.monotonic())
+        beat = next_beat(time.monotonic(), self._hub.phase)
         try:
             while True:
                 closing = st.closing
@@ -451,7 +455,7 @@ class SlotControl:
                 if closing:
                     return
                 if now >= beat:
-                    beat = next_beat(now)
+                    beat = next_beat(now, self._hub.phase)
                     frame = self._metrics_frame()
                     if frame or not spoke:  # changed metrics, or the keepalive owed
                         await ws.send(frame)

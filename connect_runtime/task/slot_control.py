@@ -251,10 +251,6 @@ class SlotControl:
     # ------------------------------------------------------------ any thread
 
     @property
-    def orders(self) -> Orders:
-        return self._orders
-
-    @property
     def command(self) -> Command:
         return self._orders.command
 
@@ -540,15 +536,12 @@ class SlotControl:
             return
 
         async def refresh() -> None:
-            await self._sleep_unless_closing(st.next_key_refresh - time.monotonic())
+            # Nothing waits for this task: a close during the (at most 5 s) delay
+            # only means the read is skipped.
+            await asyncio.sleep(max(0.0, st.next_key_refresh - time.monotonic()))
             if not st.closing:
                 await self._refresh_key()
         st.key_refresh = asyncio.ensure_future(refresh())
-
-    async def _sleep_unless_closing(self, seconds: float) -> None:
-        deadline = time.monotonic() + seconds
-        while not self._state.closing and (left := deadline - time.monotonic()) > 0:
-            await asyncio.sleep(min(left, 0.5))
 
     async def _refresh_key(self) -> None:
         """Read the current session key from the config topic (at most every 5 s),
